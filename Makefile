@@ -1,0 +1,41 @@
+# Rocky developer entry points. Every target creates .venv itself; nothing needs installing by hand.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test lint bench test-deps demo-dagster clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## make demo: seed the DuckDB playground and run its pipelines
+demo: venv
+	cd examples/playground && ../../$(BIN)/python seed.py
+	cd examples/playground && ../../$(BIN)/rocky run --pipeline models --output table
+	cd examples/playground && ../../$(BIN)/python show_marts.py
+
+## make test: install what the tests need (venv, PostgreSQL, Redis) and run the whole suite
+test: venv test-deps
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-deps:
+	bash scripts/install-test-deps.sh
+
+lint: venv
+	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
+	$(BIN)/mypy
+
+## make bench: benchmarks against raw DuckDB and dbt-core + dbt-duckdb (writes bench/results.md)
+bench: venv
+	bash bench/setup_dbt.sh
+	$(BIN)/python bench/run_bench.py
+
+clean:
+	rm -rf $(VENV) .venv-bench .pytest_cache .mypy_cache .ruff_cache bench/work

@@ -1,0 +1,161 @@
+"""Benchmark entry point (`make bench`): Rocky vs the raw DuckDB limit vs dbt on a generated DAG.
+
+Examples:
+    .venv/bin/python bench/run_bench.py                          # everything, default rounds
+    .venv/bin/python bench/run_bench.py --sizes 100 --rounds 1   # quick look
+    .venv/bin/python bench/run_bench.py --only startup           # help / validate timings only
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (
+    BENCH_DIR,
+    BENCH_VENV,
+    CONFIGS,
+    DBT,
+    PY,
+    ROCKY,
+    ROOT,
+    WORKLOADS,
+    BenchError,
+    StartupResult,
+    WorkloadResult,
+    log,
+    run_startup,
+    run_workload,
+)
+from report import render
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="100,1000", help="DAG sizes, comma separated (default 100,1000)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="interleaved rounds per size (default: env BENCH_ROUNDS, else 5 for N<=100, 3 above)")
+    p.add_argument("--workloads", default="realistic,overhead",
+                   help=f"comma separated, from {', '.join(WORKLOADS)}")
+    p.add_argument("--configs", default=",".join(CONFIGS),
+                   help="configurations to time (raw-serial always runs: it is the row-count reference)")
+    p.add_argument("--skip-dbt", action="store_true", help="do not time dbt (no bench venv needed)")
+    p.add_argument("--only", choices=("startup", "workloads"), help="run only this part")
+    p.add_argument("--startup-rounds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--work-dir", default=str(BENCH_DIR / "work"), help="generated projects and run logs")
+    p.add_argument("--out", default=str(BENCH_DIR / "results.md"))
+    return p.parse_args(argv)
+
+
+def rounds_for(n: int, args: argparse.Namespace) -> int:
+    if args.rounds is not None:
+        return int(args.rounds)
+    if os.environ.get("BENCH_ROUNDS"):
+        return int(os.environ["BENCH_ROUNDS"])
+    return 5 if n <= 100 else 3
+
+
+def _probe(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except OSError:
+        return "unavailable"
+    return done.stdout.strip() if done.returncode == 0 else "unavailable"
+
+
+def machine_facts(with_dbt: bool) -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = "import duckdb, sys; from importlib.metadata import version as v; "
+    facts = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "os": platform.platform(),
+        "python (.venv)": _probe([str(PY), "-c", "import sys; print(sys.version.split()[0])"]),
+        "duckdb (.venv)": _probe([str(PY), "-c", versions + "print(duckdb.__version__)"]),
+        "rocky": _probe([str(PY), "-c", versions + "print(v('rocky'))"]),
+        "commit": _probe(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+    }
+    if with_dbt:
+        code = versions + ("print(f\"dbt-core {v('dbt-core')}, dbt-duckdb {v('dbt-duckdb')}, "
+                           "duckdb {duckdb.__version__}\")")
+        facts["dbt (.venv-bench)"] = _probe([str(BENCH_VENV / "bin" / "python"), "-c", code])
+    return facts
+
+
+def preflight(configs: tuple[str, ...], need_rocky: bool) -> None:
+    if need_rocky:
+        if not ROCKY.exists():
+            raise BenchError(f"{ROCKY} not found: install the project (`.venv/bin/pip install -e .`)")
+        help_text = _probe([str(ROCKY), "--help"])
+        if "rocky" in configs and " run" not in help_text:
+            raise BenchError("`rocky --help` lists no `run` command yet; pass --configs without rocky")
+    if "dbt" in configs and not DBT.exists():
+        raise BenchError(f"{DBT} not found: run `bash bench/setup_dbt.sh` first (make bench does)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configs = tuple(c for c in _csv(args.configs) if not (args.skip_dbt and c == "dbt"))
+    unknown = [c for c in configs if c not in CONFIGS]
+    unknown += [w for w in _csv(args.workloads) if w not in WORKLOADS]
+    if unknown:
+        print(f"unknown configuration or workload: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    work_dir = Path(args.work_dir).resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    do_workloads = args.only != "startup"
+    do_startup = args.only != "workloads"
+    given = argv if argv is not None else sys.argv[1:]
+    command = shlex.join([".venv/bin/python", "bench/run_bench.py", *given])
+    try:
+        preflight(configs if do_workloads else (), need_rocky=do_startup or "rocky" in configs)
+        facts = machine_facts(with_dbt=do_workloads and "dbt" in configs)
+        workloads: list[WorkloadResult] = []
+        startup: list[StartupResult] = []
+        if do_startup:
+            log("startup timings")
+            startup = run_startup(args.startup_rounds, work_dir)
+        if do_workloads:
+            for n in (int(x) for x in _csv(args.sizes)):
+                for workload in _csv(args.workloads):
+                    rounds = rounds_for(n, args)
+                    workloads.append(run_workload(workload, n, rounds, configs, work_dir, args.seed))
+    except BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    facts["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = Path(args.out)
+    out.write_text(render(workloads, startup, facts, command))
+    out.with_suffix(".json").write_text(json.dumps(
+        {"facts": facts, "command": command, "workloads": [dataclasses.asdict(w) for w in workloads],
+         "startup": [dataclasses.asdict(s) for s in startup]}, indent=1))
+    log(f"wrote {out}")
+    print(out.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+SELECT
+    customer_id,
+    name AS customer_name,
+    email,
+    country,
+    created_at
+FROM raw__orders.customers

@@ -1,0 +1,6 @@
+SELECT
+    payment_id,
+    order_id,
+    method AS payment_method,
+    amount
+FROM raw__payments.payments

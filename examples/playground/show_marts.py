@@ -1,0 +1,27 @@
+"""Print the row count of every mart table, the last step of `make demo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    con = duckdb.connect(str(HERE / "playground.duckdb"), read_only=True)
+    rows = con.execute(
+        "SELECT table_schema, table_name, table_type FROM information_schema.tables "
+        "WHERE table_schema = 'marts' ORDER BY table_name"
+    ).fetchall()
+    print("\nmart            rows      kind")
+    print("--------------  --------  -----")
+    for schema, table, kind in rows:
+        count = con.execute(f'SELECT count(*) FROM "{schema}"."{table}"').fetchone()
+        print(f"{table:<14}  {count[0] if count else 0:>8}  {'view' if kind == 'VIEW' else 'table'}")
+    con.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Argument parsing and one module per command; no business logic lives here."""

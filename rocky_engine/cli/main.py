@@ -1,0 +1,116 @@
+"""The ``rocky`` entry point: global flags, command dispatch, error-to-exit-code mapping.
+
+Command modules are listed in ``COMMANDS``; each exposes ``register(subparsers, common)`` and
+``execute(args) -> Result``. Command modules keep their top level light (argparse only) so that
+``rocky --help`` never imports duckdb, pyarrow, httpx or starlette.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from rocky_engine import __version__
+
+#: command name -> module implementing it (order is the order in ``rocky --help``)
+COMMANDS: dict[str, str] = {
+    "run": "rocky_engine.cli.run_cmd",
+    "validate": "rocky_engine.cli.validate_cmd",
+    "history": "rocky_engine.cli.history_cmd",
+    "state": "rocky_engine.cli.state_cmd",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage, which would read as partial success; Rocky exits 1."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(1)
+
+
+def _common_flags(suppress: bool) -> argparse.ArgumentParser:
+    """Global flags, accepted both before and after the command name (``rocky run --output json``)."""
+    default = argparse.SUPPRESS if suppress else None
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-c", "--config", default=argparse.SUPPRESS if suppress else "rocky.toml",
+        help="path to rocky.toml (default: rocky.toml)",
+    )
+    common.add_argument(
+        "-o", "--output", choices=["json", "table", "md"], default=default,
+        help="output format (default: table on a terminal, json when piped)",
+    )
+    common.add_argument("--state-path", default=default, help="state store file (overrides the default location)")
+    common.add_argument(
+        "--state-namespace", default=default,
+        help="use <models>/.rocky-state/<KEY>.db instead of the default store (KEY: letters, digits, _)",
+    )
+    return common
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    parser = _Parser(
+        prog="rocky",
+        description="Rocky: SQL pipelines (replication, transformation, quality, snapshot, load) with "
+        "run history, resumable replication, idempotency and a built-in scheduler.",
+        parents=[_common_flags(suppress=False)],
+        epilog="Exit codes: 0 success, 1 failure, 2 partial success, 3 critical doctor check, "
+        "130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"rocky {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+    sub.required = True
+    modules: dict[str, ModuleType] = {}
+    common = _common_flags(suppress=True)
+    for name, module_path in COMMANDS.items():
+        module = importlib.import_module(module_path)
+        module.register(sub, common)
+        modules[name] = module
+    return parser, modules
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and exit with its code."""
+    code = run_cli(argv)
+    sys.exit(code)
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    from rocky_engine import logs
+    from rocky_engine.errors import RockyError
+    from rocky_engine.output import emit, resolve_format
+
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    fmt = resolve_format(args.output)
+    args.output_format = fmt
+    logs.configure(json_lines=fmt == "json", level=_log_level())
+    try:
+        result = modules[args.command].execute(args)
+        return emit(result, fmt)
+    except RockyError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+def _log_level() -> int:
+    import logging
+
+    name = os.environ.get("ROCKY_LOG", "info").upper()
+    level = logging.getLevelName(name)
+    return level if isinstance(level, int) else logging.INFO
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""``RockyConfig``: one loaded rocky.toml, fully typed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rocky_engine.config.adapters import AdapterConfig
+from rocky_engine.config.connectors import ConnectorConfig
+from rocky_engine.config.hooks import HookConfig
+from rocky_engine.config.pipelines import PipelineConfig
+from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
+from rocky_engine.errors import ConfigError
+
+
+class RockyConfig(BaseModel):
+    """A loaded project configuration; build it with :func:`rocky_engine.config.load_config`."""
+
+    model_config = ConfigDict(frozen=False)
+
+    #: absolute path of rocky.toml
+    path: Path
+    #: the directory of rocky.toml; relative paths in the config are taken from here
+    root: Path
+    #: sha256 hex of the config text after ${VAR} substitution (recorded with every run)
+    config_hash: str
+    adapters: dict[str, AdapterConfig] = Field(default_factory=dict)
+    pipelines: dict[str, PipelineConfig] = Field(default_factory=dict)
+    schedule: ScheduleDefaults = Field(default_factory=ScheduleDefaults)
+    freshness: FreshnessDefaults = Field(default_factory=FreshnessDefaults)
+    state: StateConfig = Field(default_factory=StateConfig)
+    hook: HookConfig = Field(default_factory=HookConfig)
+    connectors: dict[str, ConnectorConfig] = Field(default_factory=dict)
+    #: non-fatal findings of loading (unknown hook events, unknown top-level tables)
+    warnings: list[str] = Field(default_factory=list)
+
+    def pipeline(self, name: str) -> PipelineConfig:
+        """The pipeline called ``name``.
+
+        Raises:
+            ConfigError: no such pipeline; the message lists the available names.
+        """
+        try:
+            return self.pipelines[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown pipeline '{name}'; available pipelines: {_names(self.pipelines)}",
+                file=self.path,
+                hint="pass one of those names or add a [pipeline.<name>] table",
+            ) from None
+
+    def adapter(self, name: str) -> AdapterConfig:
+        """The adapter called ``name``.
+
+        Raises:
+            ConfigError: no such adapter; the message lists the available names.
+        """
+        try:
+            return self.adapters[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown adapter '{name}'; available adapters: {_names(self.adapters)}",
+                file=self.path,
+                hint="use one of those names or add an [adapter.<name>] table",
+            ) from None
+
+    def connector(self, name: str) -> ConnectorConfig:
+        """The child connector called ``name``.
+
+        Raises:
+            ConfigError: no such connector; the message lists the available names.
+        """
+        try:
+            return self.connectors[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown connector '{name}'; available connectors: {_names(self.connectors)}",
+                file=self.path,
+                hint="use one of those names or add a [connector.<name>] table",
+            ) from None
+
+    def pipeline_timezone(self, name: str) -> str:
+        """The timezone a pipeline's schedule uses: its own, else ``[schedule].timezone``."""
+        pipeline = self.pipeline(name)
+        if pipeline.schedule is not None and pipeline.schedule.timezone:
+            return pipeline.schedule.timezone
+        return self.schedule.timezone
+
+
+def _names(items: Mapping[str, object]) -> str:
+    return ", ".join(sorted(items)) if items else "(none defined)"

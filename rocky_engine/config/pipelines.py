@@ -1,0 +1,257 @@
+"""``[pipeline.NAME]`` models: the five pipeline types and their execution / schedule sections."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from rocky_engine.config.base import LenientModel, StrictModel
+from rocky_engine.config.checks import ChecksConfig
+
+#: Pipeline types in the order error messages list them; ``replication`` is the default.
+PIPELINE_TYPES: tuple[str, ...] = ("replication", "transformation", "quality", "snapshot", "load")
+
+
+def _as_list(value: Any) -> Any:
+    # `depends_on = "raw"` is a common slip for `["raw"]`; accept it rather than fail on a one-element list.
+    return [value] if isinstance(value, str) else value
+
+
+class ExecutionConfig(StrictModel):
+    """``[pipeline.NAME.execution]``: how many tables run at once and when the run gives up."""
+
+    concurrency: int | Literal["adaptive"] = 4
+    fail_fast: bool = False
+    error_rate_abort_pct: int = Field(default=50, ge=0, le=100)
+    table_retries: int = Field(default=1, ge=0)
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _concurrency(cls, value: Any) -> Any:
+        if value == "adaptive" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return value
+        raise PydanticCustomError(
+            "rocky_concurrency",
+            'concurrency must be a positive integer or "adaptive" (got {value})',
+            {"value": repr(value)},
+        )
+
+
+class ScheduleRetry(StrictModel):
+    """``retry = { max = N }``: extra attempts of a failed scheduled run within one demand cycle."""
+
+    max: int = Field(default=0, ge=0)
+
+
+class PipelineSchedule(StrictModel):
+    """``[pipeline.NAME.schedule]`` (CONTRACT section 6); cron and timezone are checked by validate."""
+
+    cron: str | None = None
+    timezone: str | None = None
+    after: list[str] = Field(default_factory=list)
+    freshness: bool = False
+    catchup: Literal["latest", "skip"] = "latest"
+    retry: ScheduleRetry = Field(default_factory=ScheduleRetry)
+    timeout_minutes: int = Field(default=0, ge=0)
+    enabled: bool = True
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _after_list(cls, value: Any) -> Any:
+        return _as_list(value)
+
+
+class PipelineBase(LenientModel):
+    """Keys every pipeline type takes."""
+
+    type: str
+    depends_on: list[str] = Field(default_factory=list)
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    schedule: PipelineSchedule | None = None
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _depends_list(cls, value: Any) -> Any:
+        return _as_list(value)
+
+
+# --- replication ----------------------------------------------------------------------------------------
+
+
+class MetadataColumn(LenientModel):
+    """A constant column added to every replicated table (``value`` is a SQL expression or literal)."""
+
+    name: str
+    type: str
+    value: str
+
+
+class SchemaPattern(LenientModel):
+    """How source schema names split into components (``src__acme__us_west`` -> tenant, region)."""
+
+    prefix: str = ""
+    separator: str = "__"
+    #: component names; a trailing ``...`` (``regions...``) makes the last one variadic
+    components: list[str]
+
+
+class DiscoveryRef(LenientModel):
+    adapter: str
+
+
+class ReplicationSource(LenientModel):
+    adapter: str = "default"
+    catalog: str | None = None
+    schema_pattern: SchemaPattern
+    discovery: DiscoveryRef | None = None
+
+
+class Governance(LenientModel):
+    auto_create_schemas: bool = True
+
+
+class ReplicationTarget(LenientModel):
+    adapter: str = "default"
+    catalog_template: str
+    schema_template: str
+    separator: str = "__"
+    governance: Governance = Field(default_factory=Governance)
+
+
+class ReplicationPipeline(PipelineBase):
+    """Copy every table of the source schemas matching a pattern into routed target schemas."""
+
+    type: Literal["replication"] = "replication"
+    strategy: Literal["incremental", "full_refresh", "merge"] = "incremental"
+    merge_keys: list[str] = Field(default_factory=list)
+    timestamp_column: str = "_fivetran_synced"
+    metadata_columns: list[MetadataColumn] = Field(default_factory=list)
+    source: ReplicationSource
+    target: ReplicationTarget
+    excluded_tables: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _merge_needs_keys(self) -> ReplicationPipeline:
+        if self.strategy == "merge" and not self.merge_keys:
+            raise PydanticCustomError(
+                "rocky_merge_keys", "strategy 'merge' needs merge_keys (a list of key columns)"
+            )
+        return self
+
+
+# --- transformation -------------------------------------------------------------------------------------
+
+
+class AdapterRef(LenientModel):
+    adapter: str = "default"
+
+
+class TransformationPipeline(PipelineBase):
+    """Run the SQL models matched by ``models`` (relative to rocky.toml) in dependency order."""
+
+    type: Literal["transformation"] = "transformation"
+    models: str = "models/**"
+    target: AdapterRef = Field(default_factory=AdapterRef)
+
+
+# --- quality --------------------------------------------------------------------------------------------
+
+
+class QualityTable(LenientModel):
+    """A table to check; without ``table`` every table of the schema is checked."""
+
+    catalog: str
+    schema_: str = Field(alias="schema")
+    table: str | None = None
+
+
+class QualityPipeline(PipelineBase):
+    """Run checks against existing tables; with ``fail_on_error`` a failed error check exits 1."""
+
+    type: Literal["quality"] = "quality"
+    tables: list[QualityTable] = Field(min_length=1)
+    checks: ChecksConfig  # required: a quality pipeline without checks has nothing to do
+    #: the warehouse the tables live in (``[target] adapter``, as for transformation)
+    target: AdapterRef = Field(default_factory=AdapterRef)
+
+
+# --- snapshot -------------------------------------------------------------------------------------------
+
+
+class TableRef(LenientModel):
+    adapter: str = "default"
+    catalog: str
+    schema_: str = Field(alias="schema")
+    table: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.catalog}.{self.schema_}.{self.table}"
+
+
+class SnapshotPipeline(PipelineBase):
+    """SCD-2 history of a source table (``valid_from`` / ``valid_to``) keyed by ``unique_key``."""
+
+    type: Literal["snapshot"] = "snapshot"
+    unique_key: list[str] = Field(min_length=1)
+    updated_at: str
+    invalidate_hard_deletes: bool = False
+    source: TableRef
+    target: TableRef
+
+    @field_validator("unique_key", mode="before")
+    @classmethod
+    def _unique_list(cls, value: Any) -> Any:
+        return _as_list(value)
+
+
+# --- load -----------------------------------------------------------------------------------------------
+
+
+class LoadTarget(LenientModel):
+    adapter: str = "default"
+    catalog: str
+    schema_: str = Field(alias="schema")
+    #: None: one table per file, named after the file stem
+    table: str | None = None
+
+
+class LoadPipeline(PipelineBase):
+    """Load files from a directory (csv, parquet, jsonl; else by extension) into a table."""
+
+    type: Literal["load"] = "load"
+    source_dir: str
+    format: Literal["csv", "parquet", "jsonl"] | None = None
+    target: LoadTarget
+
+
+def _pipeline_tag(value: Any) -> str:
+    # `type` is optional in TOML (replication is the default), so the tag cannot be a plain field lookup.
+    if isinstance(value, dict):
+        tag = value.get("type", "replication")
+        return tag if isinstance(tag, str) else ""
+    return str(getattr(value, "type", "replication"))
+
+
+PipelineConfig = Annotated[
+    Annotated[ReplicationPipeline, Tag("replication")]
+    | Annotated[TransformationPipeline, Tag("transformation")]
+    | Annotated[QualityPipeline, Tag("quality")]
+    | Annotated[SnapshotPipeline, Tag("snapshot")]
+    | Annotated[LoadPipeline, Tag("load")],
+    Discriminator(_pipeline_tag),
+]
+
+PIPELINE_CLASSES: dict[
+    str,
+    type[ReplicationPipeline | TransformationPipeline | QualityPipeline | SnapshotPipeline | LoadPipeline],
+] = {
+    "replication": ReplicationPipeline,
+    "transformation": TransformationPipeline,
+    "quality": QualityPipeline,
+    "snapshot": SnapshotPipeline,
+    "load": LoadPipeline,
+}

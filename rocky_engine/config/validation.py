@@ -1,0 +1,464 @@
+"""Cross-reference checks behind ``rocky validate``: what loading alone cannot see.
+
+Loading (``load_config``) proves each table is well-formed; this module checks that the tables agree with
+each other and with the machine (cron expressions, time zones, model files). Every finding is a
+:class:`ValidationMessage` with a stable code, so scripts can match on codes rather than on wording.
+
+====  ========  ==============================================================================
+Code  Severity  Meaning
+====  ========  ==============================================================================
+V001  error     rocky.toml cannot be loaded (missing file, bad TOML, unset ${VAR}, bad key)
+V002  error     a pipeline or connector names an adapter that is not defined
+V003  error     a transformation pipeline's models directory does not exist
+V004  error     the model DAG has a dependency cycle
+V005  error     a model depends on a model that does not exist
+V006  error     a schedule ``cron`` is not a valid 5-field cron expression
+V007  error     a timezone (``[schedule]`` or a pipeline schedule) is not a known IANA zone
+V008  error     a schedule ``after`` names a pipeline that does not exist
+V009  error     a load pipeline is scheduled, or a schedule ``after`` names a load pipeline
+V010  error     schedule ``after`` references form a cycle
+V011  error     ``depends_on`` names a pipeline that does not exist
+V012  warning   a loading warning (unknown ``on_*`` hook event skipped, unknown top-level table)
+V013  error     model files cannot be loaded (bad sidecar, unreadable file, ...)
+V014  error     an adapter of the wrong kind for its role (e.g. a Fivetran adapter as a warehouse)
+V015  error     pipeline ``depends_on`` references form a cycle
+V016  warning   ``freshness = true`` on a schedule with no budget (``[freshness] expected_lag_seconds``)
+V017  error     a replication template placeholder is not a ``schema_pattern`` component
+V018  error     ``[state]`` cannot work as written (``gcs``, a remote backend without its location)
+V019  error     a connector manifest file does not exist
+V020  warning   the project defines no pipelines and no connectors
+====  ========  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Literal
+
+from rocky_engine import __version__
+from rocky_engine.config.adapters import WAREHOUSE_TYPES
+from rocky_engine.config.model import RockyConfig
+from rocky_engine.config.pipelines import (
+    LoadPipeline,
+    QualityPipeline,
+    ReplicationPipeline,
+    SnapshotPipeline,
+    TransformationPipeline,
+)
+from rocky_engine.output import Result, WireModel, md_table
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ValidationMessage(WireModel):
+    """One finding of ``rocky validate``."""
+
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+    #: the dotted config key the finding is about (``pipeline.raw.schedule.cron``)
+    field: str | None = None
+
+
+def _error(code: str, message: str, field: str | None = None) -> ValidationMessage:
+    return ValidationMessage(severity="error", code=code, message=message, field=field)
+
+
+def _warning(code: str, message: str, field: str | None = None) -> ValidationMessage:
+    return ValidationMessage(severity="warning", code=code, message=message, field=field)
+
+
+def validate_config(cfg: RockyConfig) -> list[ValidationMessage]:
+    """Every cross-reference problem of a loaded config (model files are checked by validate_models)."""
+    messages = [_warning("V012", warning, _warning_field(warning)) for warning in cfg.warnings]
+    if not cfg.pipelines and not cfg.connectors:
+        messages.append(
+            _warning("V020", "no pipelines or connectors are defined; add a [pipeline.<name>] table")
+        )
+    messages.extend(_adapter_references(cfg))
+    messages.extend(_depends_on(cfg))
+    messages.extend(_schedules(cfg))
+    messages.extend(_templates(cfg))
+    messages.extend(_state(cfg))
+    messages.extend(_connectors(cfg))
+    return messages
+
+
+_WARNING_KEY = re.compile(r"'([^']+)' in \[([^\]]+)\]")
+
+
+def _warning_field(warning: str) -> str | None:
+    """The key a loading warning is about (``unknown hook event 'on_x' in [hook]`` -> ``hook.on_x``)."""
+    match = _WARNING_KEY.search(warning)
+    return f"{match.group(2)}.{match.group(1)}" if match else None
+
+
+# --- adapters -------------------------------------------------------------------------------------------
+
+
+def _adapter_roles(cfg: RockyConfig) -> Iterator[tuple[str, str, str]]:
+    """(field, adapter name, role) for every adapter reference; role is "warehouse" or "discovery"."""
+    for name, p in cfg.pipelines.items():
+        base = f"pipeline.{name}"
+        if isinstance(p, ReplicationPipeline):
+            yield f"{base}.source.adapter", p.source.adapter, "warehouse"
+            if p.source.discovery is not None:
+                yield f"{base}.source.discovery.adapter", p.source.discovery.adapter, "discovery"
+            yield f"{base}.target.adapter", p.target.adapter, "warehouse"
+        elif isinstance(p, SnapshotPipeline):
+            yield f"{base}.source.adapter", p.source.adapter, "warehouse"
+            yield f"{base}.target.adapter", p.target.adapter, "warehouse"
+        elif isinstance(p, TransformationPipeline | QualityPipeline | LoadPipeline):
+            yield f"{base}.target.adapter", p.target.adapter, "warehouse"
+    for name, c in cfg.connectors.items():
+        yield f"connector.{name}.target.adapter", c.target.adapter, "warehouse"
+
+
+def _adapter_references(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    defined = ", ".join(sorted(cfg.adapters)) or "(none defined)"
+    for field, ref, role in _adapter_roles(cfg):
+        adapter = cfg.adapters.get(ref)
+        if adapter is None:
+            yield _error(
+                "V002",
+                f"{field} names adapter '{ref}', which is not defined; defined adapters: {defined}. "
+                f"Add an [adapter.{ref}] table or use a defined name",
+                field,
+            )
+        elif role == "warehouse" and adapter.type not in WAREHOUSE_TYPES:
+            yield _error(
+                "V014",
+                f"{field} names adapter '{ref}' of type '{adapter.type}', which only discovers sources; "
+                "use a duckdb or postgres adapter here",
+                field,
+            )
+
+
+# --- pipeline graph -------------------------------------------------------------------------------------
+
+
+def _depends_on(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    graph: dict[str, list[str]] = {}
+    for name, p in cfg.pipelines.items():
+        graph[name] = []
+        for dep in p.depends_on:
+            if dep in cfg.pipelines:
+                graph[name].append(dep)
+            else:
+                yield _error(
+                    "V011",
+                    f"pipeline '{name}' depends_on '{dep}', which is not a pipeline; "
+                    f"pipelines: {', '.join(sorted(cfg.pipelines))}",
+                    f"pipeline.{name}.depends_on",
+                )
+    for members in find_cycles(graph):
+        yield _error(
+            "V015",
+            f"depends_on cycle detected involving: {members}; remove one of those depends_on entries",
+            f"pipeline.{members[0]}.depends_on",
+        )
+
+
+def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Each strongly connected component that forms a cycle (sorted members), in sorted order (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            members: list[str] = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                members.append(top)
+                if top == node:
+                    break
+            if len(members) > 1 or node in graph.get(node, ()):
+                cycles.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+# --- schedules ------------------------------------------------------------------------------------------
+
+
+def cron_problem(expr: str) -> str | None:
+    """Why ``expr`` is not a usable 5-field cron expression, or None when it is."""
+    from croniter import croniter
+
+    fields = expr.split()
+    if len(fields) != 5:
+        return (
+            f"cron '{expr}' has {len(fields)} fields; write exactly 5: minute hour day-of-month month "
+            'day-of-week (e.g. "0 3 * * *")'
+        )
+    if not croniter.is_valid(expr):
+        return f"cron '{expr}' is not a valid cron expression (minute hour day-of-month month day-of-week)"
+    return None
+
+
+def timezone_problem(name: str) -> str | None:
+    """Why ``name`` is not a usable IANA time zone, or None when it is."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return f'unknown timezone \'{name}\'; use an IANA name such as "UTC" or "Europe/Lisbon"'
+    return None
+
+
+def _schedules(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    problem = timezone_problem(cfg.schedule.timezone)
+    if problem:
+        yield _error("V007", f"[schedule] {problem}", "schedule.timezone")
+    after_graph: dict[str, list[str]] = {}
+    for name, p in cfg.pipelines.items():
+        sched = p.schedule
+        if sched is None:
+            continue
+        base = f"pipeline.{name}.schedule"
+        if isinstance(p, LoadPipeline):
+            yield _error(
+                "V009",
+                f"load pipeline '{name}' cannot be scheduled: a load re-ingests every file on each run "
+                "and records no run the scheduler can observe; "
+                f"remove [{base}] and run `rocky load` from a timer",
+                base,
+            )
+            continue
+        if sched.cron is not None:
+            problem = cron_problem(sched.cron)
+            if problem:
+                yield _error("V006", f"pipeline '{name}': {problem}", f"{base}.cron")
+        if sched.timezone is not None:
+            problem = timezone_problem(sched.timezone)
+            if problem:
+                yield _error("V007", f"pipeline '{name}': {problem}", f"{base}.timezone")
+        after_graph[name] = []
+        for upstream in sched.after:
+            target = cfg.pipelines.get(upstream)
+            if target is None:
+                yield _error(
+                    "V008",
+                    f"pipeline '{name}' schedule after names '{upstream}', which is not a pipeline; "
+                    f"pipelines: {', '.join(sorted(cfg.pipelines))}",
+                    f"{base}.after",
+                )
+            elif isinstance(target, LoadPipeline):
+                yield _error(
+                    "V009",
+                    f"pipeline '{name}' schedule after names load pipeline '{upstream}'; load pipelines "
+                    "record no run the scheduler can observe, so this would never fire",
+                    f"{base}.after",
+                )
+            else:
+                after_graph[name].append(upstream)
+        if (
+            sched.freshness
+            and cfg.freshness.expected_lag_seconds is None
+            and not isinstance(p, TransformationPipeline)
+        ):
+            yield _warning(
+                "V016",
+                f"pipeline '{name}' has freshness = true but no budget; set [freshness] expected_lag_seconds",
+                f"{base}.freshness",
+            )
+    for members in find_cycles(after_graph):
+        yield _error(
+            "V010",
+            f"schedule after cycle detected involving: {members}; none of them could ever become due. "
+            "Remove one of those after entries",
+            f"pipeline.{members[0]}.schedule.after",
+        )
+
+
+# --- replication templates, state, connectors -----------------------------------------------------------
+
+
+def _templates(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    for name, p in cfg.pipelines.items():
+        if not isinstance(p, ReplicationPipeline):
+            continue
+        components = p.source.schema_pattern.components
+        for i, component in enumerate(components):
+            if component.endswith("...") and i != len(components) - 1:
+                yield _error(
+                    "V017",
+                    f"pipeline '{name}': only the last schema_pattern component can be variadic "
+                    f"('{component}' is not last)",
+                    f"pipeline.{name}.source.schema_pattern.components",
+                )
+        names = [c.removesuffix("...") for c in components]
+        for key in ("catalog_template", "schema_template"):
+            template: str = getattr(p.target, key)
+            for placeholder in _PLACEHOLDER.findall(template):
+                if placeholder not in names:
+                    yield _error(
+                        "V017",
+                        f"pipeline '{name}': target.{key} uses {{{placeholder}}}, which is not a source "
+                        f"schema_pattern component; components: {', '.join(names) or '(none)'}",
+                        f"pipeline.{name}.target.{key}",
+                    )
+
+
+def _state(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    state = cfg.state
+    if state.backend == "gcs":
+        yield _error(
+            "V018",
+            "state backend 'gcs' is not supported yet; use local, s3, valkey or tiered",
+            "state.backend",
+        )
+    if state.backend in ("s3", "tiered") and not state.s3_bucket:
+        yield _error("V018", f"state backend '{state.backend}' needs s3_bucket", "state.s3_bucket")
+    if state.backend in ("valkey", "tiered") and not state.valkey_url:
+        yield _error("V018", f"state backend '{state.backend}' needs valkey_url", "state.valkey_url")
+
+
+def _connectors(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    for name, c in cfg.connectors.items():
+        manifest = c.manifest_path(cfg.root)
+        if not manifest.is_file():
+            yield _error(
+                "V019",
+                f"connector '{name}' manifest {manifest} does not exist; fix the path (relative to "
+                "rocky.toml's directory) or add the connector.toml",
+                f"connector.{name}.manifest",
+            )
+
+
+# --- models ---------------------------------------------------------------------------------------------
+
+
+def validate_models(
+    cfg: RockyConfig, env: Mapping[str, str] | None = None
+) -> tuple[list[ValidationMessage], int]:
+    """Load the models of every transformation pipeline; returns the findings and the model count."""
+    from rocky_engine.errors import CircularDependencyError, RockyError, UnknownDependencyError
+    from rocky_engine.models import load_models, models_base_dir
+
+    messages: list[ValidationMessage] = []
+    names: set[str] = set()
+    seen: set[str] = set()
+    for name, p in cfg.pipelines.items():
+        if not isinstance(p, TransformationPipeline) or p.models in seen:
+            continue
+        seen.add(p.models)
+        field = f"pipeline.{name}.models"
+        directory = models_base_dir(p.models, cfg.root)
+        if not directory.is_dir():
+            messages.append(
+                _error(
+                    "V003",
+                    f"models directory {directory} of pipeline '{name}' (models = \"{p.models}\") does not "
+                    "exist; create it or fix models",
+                    field,
+                )
+            )
+            continue
+        try:
+            model_set = load_models(p.models, cfg.root, env)
+        except CircularDependencyError as exc:
+            messages.append(_error("V004", str(exc), field))
+        except UnknownDependencyError as exc:
+            messages.append(_error("V005", str(exc), field))
+        except RockyError as exc:
+            messages.append(_error("V013", str(exc), field))
+        else:
+            names.update(model_set.models)
+    return messages, len(names)
+
+
+# --- the command result ---------------------------------------------------------------------------------
+
+
+class PipelineSummary(WireModel):
+    name: str
+    type: str
+
+
+class ValidateResult(Result):
+    """``rocky validate`` output (CONTRACT section 8); exit 1 on any error-severity message."""
+
+    ALWAYS = frozenset({"messages", "adapters", "pipelines"})
+
+    version: str = __version__
+    command: str = "validate"
+    valid: bool
+    messages: list[ValidationMessage] = []
+    adapters: list[str] = []
+    pipelines: list[PipelineSummary] = []
+    models: int = 0
+
+    def exit_code(self) -> int:
+        return 0 if self.valid else 1
+
+    def _counts(self) -> str:
+        errors = sum(m.severity == "error" for m in self.messages)
+        warnings = len(self.messages) - errors
+        return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+
+    def render_table(self) -> str:
+        if self.valid:
+            head = (
+                f"✓ config valid: {len(self.adapters)} adapter(s), {len(self.pipelines)} pipeline(s), "
+                f"{self.models} model(s)"
+            )
+        else:
+            head = f"✗ config invalid ({self._counts()})"
+        lines = [head]
+        for m in self.messages:
+            where = f" [{m.field}]" if m.field else ""
+            lines.append(f"  {m.severity:<7} {m.code}{where}: {m.message}")
+        return "\n".join(lines) + "\n"
+
+    def render_md(self) -> str:
+        head = "**config valid**" if self.valid else f"**config invalid** ({self._counts()})"
+        if not self.messages:
+            return head + "\n"
+        rows = [[m.severity, m.code, m.field or "", m.message] for m in self.messages]
+        return head + "\n\n" + md_table(["severity", "code", "field", "message"], rows)
+
+
+def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> ValidateResult:
+    """Everything ``rocky validate`` does: load, cross-check, load the models; never raises ConfigError."""
+    from rocky_engine.config.loader import load_config
+    from rocky_engine.errors import ConfigError
+
+    try:
+        cfg = load_config(config_path, env=env)
+    except ConfigError as exc:
+        return ValidateResult(valid=False, messages=[_error("V001", str(exc), exc.key)])
+    messages = validate_config(cfg)
+    model_messages, model_count = validate_models(cfg, env)
+    messages.extend(model_messages)
+    return ValidateResult(
+        valid=not any(m.severity == "error" for m in messages),
+        messages=messages,
+        adapters=list(cfg.adapters),
+        pipelines=[PipelineSummary(name=n, type=p.type) for n, p in cfg.pipelines.items()],
+        models=model_count,
+    )

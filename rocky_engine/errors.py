@@ -1,0 +1,134 @@
+"""The one error root of the engine and its documented subclasses.
+
+Every error a user can meet is a ``RockyError`` whose message says what was wrong and what to do. The CLI
+prints ``error: <message>`` on stderr and exits with ``exit_code`` (1 unless a subclass says otherwise).
+A traceback reaching a user is a bug.
+
+Tree::
+
+    RockyError
+    ├── UsageError              bad flags or flag combinations
+    ├── ConfigError             rocky.toml / sidecars / manifests: file, key and fix
+    ├── ModelError              transformation model files
+    │   ├── CircularDependencyError
+    │   └── UnknownDependencyError
+    ├── StateError              the state store
+    │   ├── StateLockedError    another writer holds the flock
+    │   └── StateSchemaError    the store is newer than this engine
+    ├── AdapterError            a warehouse statement failed (carries failure_kind)
+    ├── ConnectorError          child connector protocol / validation
+    └── RunInterrupted          SIGINT / SIGTERM (exit 130)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RockyError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message}; {hint}")
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message}; {self.hint}"
+
+
+class UsageError(RockyError):
+    """A flag or a combination of flags that cannot work."""
+
+
+class ConfigError(RockyError):
+    """A configuration file that cannot be loaded; names the file and the key."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: Path | str | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.file = str(file) if file is not None else None
+        self.key = key
+        where = ""
+        if self.file and key:
+            where = f"{self.file}: {key}: "
+        elif self.file:
+            where = f"{self.file}: "
+        elif key:
+            where = f"{key}: "
+        super().__init__(f"{where}{message}", hint=hint)
+
+
+class ModelError(RockyError):
+    """A transformation model that cannot be loaded or planned."""
+
+
+class CircularDependencyError(ModelError):
+    """The model DAG has a cycle."""
+
+    def __init__(self, members: list[str]) -> None:
+        self.members = members
+        super().__init__(
+            f"circular dependency detected involving: {members}",
+            hint="remove one of the depends_on edges or table references that form the cycle",
+        )
+
+
+class UnknownDependencyError(ModelError):
+    """A model names a dependency that is not a model."""
+
+    def __init__(self, dependency: str, model: str, suggestion: str | None = None) -> None:
+        self.dependency = dependency
+        self.model = model
+        self.suggestion = suggestion
+        msg = f"unknown dependency '{dependency}' referenced by '{model}'"
+        if suggestion:
+            msg += f" (did you mean '{suggestion}'?)"
+        super().__init__(msg)
+
+
+class StateError(RockyError):
+    """The state store cannot be opened, read or written."""
+
+
+class StateLockedError(StateError):
+    """Another process holds the writer lock of the state store."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        super().__init__(
+            f"state store at {path} is locked by another process; only one rocky writer can run at a "
+            "time against the same state file"
+        )
+
+
+class StateSchemaError(StateError):
+    """The state store was written by a newer engine."""
+
+
+class AdapterError(RockyError):
+    """A warehouse operation failed; ``failure_kind`` classifies it (CONTRACT section 3)."""
+
+    def __init__(self, message: str, *, failure_kind: str = "unknown", hint: str | None = None) -> None:
+        self.failure_kind = failure_kind
+        super().__init__(message, hint=hint)
+
+
+class ConnectorError(RockyError):
+    """A child connector run or result that cannot be accepted."""
+
+
+class RunInterrupted(RockyError):
+    """SIGINT or SIGTERM stopped the command."""
+
+    exit_code = 130
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)

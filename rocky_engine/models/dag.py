@@ -1,0 +1,114 @@
+"""The model DAG: edges from ``depends_on`` and bare table names, topological order, cycles.
+
+Order is topological with an alphabetical tie-break (CONTRACT section 2), so two runs of the same project
+always list models the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+from dataclasses import dataclass, field
+
+from rocky_engine.errors import CircularDependencyError, UnknownDependencyError
+from rocky_engine.models.model import Model
+from rocky_engine.models.sql_refs import TableRef, find_table_refs
+
+
+@dataclass
+class ModelSet:
+    """Every model of a pipeline, with edges and a deterministic execution order."""
+
+    models: dict[str, Model]
+    order: list[str]
+    dependents: dict[str, list[str]]
+    refs: dict[str, list[TableRef]] = field(default_factory=dict)  # bare refs that are model names
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def downstream(self, name: str) -> set[str]:
+        """Every model that depends on ``name`` directly or transitively."""
+        seen: set[str] = set()
+        stack = list(self.dependents.get(name, ()))
+        while stack:
+            cur = stack.pop()
+            if cur not in seen:
+                seen.add(cur)
+                stack.extend(self.dependents.get(cur, ()))
+        return seen
+
+    def upstream(self, name: str) -> set[str]:
+        seen: set[str] = set()
+        stack = list(self.models[name].depends_on)
+        while stack:
+            cur = stack.pop()
+            if cur not in seen:
+                seen.add(cur)
+                stack.extend(self.models[cur].depends_on)
+        return seen
+
+
+def build_model_set(models: dict[str, Model]) -> ModelSet:
+    """Resolve edges and order.
+
+    Raises:
+        UnknownDependencyError: an explicit ``depends_on`` names no model.
+        CircularDependencyError: the edges form a cycle.
+    """
+    lower_names = {name.lower(): name for name in models}
+    refs: dict[str, list[TableRef]] = {}
+    for name in sorted(models):
+        model = models[name]
+        deps: set[str] = set()
+        for dep in model.explicit_deps:
+            if dep not in models:
+                close = difflib.get_close_matches(dep, list(models), n=1)
+                raise UnknownDependencyError(dep, name, close[0] if close else None)
+            deps.add(dep)
+        model_refs = [r for r in find_table_refs(model.sql) if r.name.lower() in lower_names]
+        for ref in model_refs:
+            target = lower_names[ref.name.lower()]
+            if target != name:
+                deps.add(target)
+        if model_refs:
+            refs[name] = model_refs
+        model.depends_on = sorted(deps)
+    dependents: dict[str, list[str]] = {name: [] for name in models}
+    for name, model in models.items():
+        for dep in model.depends_on:
+            dependents[dep].append(name)
+    for children in dependents.values():
+        children.sort()
+    order = _topological_order(models, dependents)
+    return ModelSet(models=models, order=order, dependents=dependents, refs=refs)
+
+
+def _topological_order(models: dict[str, Model], dependents: dict[str, list[str]]) -> list[str]:
+    indegree = {name: len(model.depends_on) for name, model in models.items()}
+    ready = [name for name, deg in indegree.items() if deg == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        name = heapq.heappop(ready)
+        order.append(name)
+        for child in dependents[name]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, child)
+    if len(order) != len(models):
+        raise CircularDependencyError(_cycle_members(models, {n for n, d in indegree.items() if d > 0}))
+    return order
+
+
+def _cycle_members(models: dict[str, Model], remaining: set[str]) -> list[str]:
+    """The models on one cycle among those Kahn's algorithm could not order, in cycle order."""
+    start = min(remaining)
+    path: list[str] = []
+    position: dict[str, int] = {}
+    node = start
+    while node not in position:
+        position[node] = len(path)
+        path.append(node)
+        node = min(d for d in models[node].depends_on if d in remaining)
+    return sorted(path[position[node] :])

@@ -1,0 +1,218 @@
+"""Load the model files of a transformation pipeline: ``.sql`` bodies, ``.toml`` sidecars, defaults.
+
+``models/_defaults.toml`` supplies ``[target]`` defaults; each sidecar may set ``name``, ``depends_on``,
+``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL bodies never do.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rocky_engine.errors import ConfigError, ModelError
+from rocky_engine.models.dag import ModelSet, build_model_set
+from rocky_engine.models.model import STRATEGY_TYPES, Model, ModelTarget, Strategy
+
+_SIDECAR_KEYS = frozenset({"name", "depends_on", "strategy", "target", "freshness", "description", "tags"})
+_STRATEGY_KEYS = frozenset({"type", "timestamp_column", "unique_key", "update_columns", "partition_by"})
+_TARGET_KEYS = frozenset({"catalog", "schema", "table"})
+_FRESHNESS_KEYS = frozenset({"max_lag_seconds"})
+_DEFAULT_TARGET_KEYS = frozenset({"catalog", "schema"})  # a shared table name would be a collision
+_DEFAULTS_KEYS = frozenset({"target"})  # _defaults.toml supplies [target] defaults only (CONTRACT section 2)
+_GLOB_CHARS = frozenset("*?[")
+
+
+def models_base_dir(models_glob: str, root: Path) -> Path:
+    """The directory part of a models glob (``models/**`` -> ``<root>/models``)."""
+    parts: list[str] = []
+    for part in Path(models_glob).parts:
+        if _GLOB_CHARS & set(part):
+            break
+        parts.append(part)
+    base = Path(*parts) if parts else Path(".")
+    return base if base.is_absolute() else root / base
+
+
+def load_models(models_glob: str, root: Path, env: Mapping[str, str] | None = None) -> ModelSet:
+    """Load every model under ``models_glob`` (relative to ``root``) and build the DAG.
+
+    Raises:
+        ModelError: the directory is missing, a file cannot be read, a sidecar is invalid, two models
+            share a name, a dependency is unknown or the DAG has a cycle.
+    """
+    base = models_base_dir(models_glob, root)
+    if not base.is_dir():
+        raise ModelError(
+            f"models directory {base} does not exist",
+            hint="create it, or point `models` in the transformation pipeline at the right glob",
+        )
+    environ = os.environ if env is None else env
+    sql_files = _matching_sql_files(models_glob, root, base)
+    defaults_cache: dict[Path, dict[str, Any]] = {}
+    models: dict[str, Model] = {}
+    for sql_path in sql_files:
+        defaults = _defaults_for(sql_path.parent, base, environ, defaults_cache)
+        model = _load_one(sql_path, defaults, environ)
+        other = models.get(model.name)
+        if other is not None:
+            raise ModelError(
+                f"two models are named '{model.name}': {other.path} and {model.path}",
+                hint="rename one file or set a distinct `name` in its sidecar",
+            )
+        models[model.name] = model
+    return build_model_set(models)
+
+
+def _matching_sql_files(models_glob: str, root: Path, base: Path) -> list[Path]:
+    pattern = models_glob.replace("\\", "/")
+    if pattern.rstrip("/").endswith("**") or not (_GLOB_CHARS & set(pattern)):
+        files = [p for p in base.rglob("*.sql") if p.is_file()]
+    else:
+        files = [p for p in root.glob(pattern) if p.suffix == ".sql" and p.is_file()]
+    return sorted(files)
+
+
+def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    from rocky_engine.config.envsubst import substitute
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=path) from exc
+    try:
+        return tomllib.loads(substitute(text, environ, file=path))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}", file=path, hint="fix the syntax at that line") from exc
+
+
+def _defaults_for(
+    directory: Path, base: Path, environ: Mapping[str, str], cache: dict[Path, dict[str, Any]]
+) -> dict[str, Any]:
+    """``[target]`` defaults for models in ``directory``: every ``_defaults.toml`` from ``base`` down to
+    ``directory``, the nearest one winning key by key (so ``models/marts/_defaults.toml`` can set the
+    schema of every mart while ``models/_defaults.toml`` sets the catalog)."""
+    if directory in cache:
+        return cache[directory]
+    inherited = (
+        _defaults_for(directory.parent, base, environ, cache)
+        if directory != base and base in directory.parents
+        else {}
+    )
+    merged = dict(inherited)
+    path = directory / "_defaults.toml"
+    if path.is_file():
+        data = _read_toml(path, environ)
+        _reject_unknown(data, _DEFAULTS_KEYS, path, "")
+        target = data.get("target", {})
+        if not isinstance(target, dict):
+            raise ConfigError("[target] must be a table", file=path, key="target")
+        _reject_unknown(target, _DEFAULT_TARGET_KEYS, path, "target.")
+        merged.update(target)
+    cache[directory] = merged
+    return merged
+
+
+def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str, str]) -> Model:
+    try:
+        sql = sql_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read model file {sql_path}: {exc}") from exc
+    if not sql.strip():
+        raise ModelError(f"model file {sql_path} is empty", hint="write one SELECT statement in it")
+    sidecar_path = sql_path.with_suffix(".toml")
+    sidecar = _read_toml(sidecar_path, environ) if sidecar_path.is_file() else {}
+    _reject_unknown(sidecar, _SIDECAR_KEYS, sidecar_path, "")
+    name = str(sidecar.get("name") or sql_path.stem)
+    strategy = _strategy(sidecar.get("strategy", {}), sidecar_path)
+    target_tbl = sidecar.get("target", {})
+    if not isinstance(target_tbl, dict):
+        raise ConfigError("[target] must be a table", file=sidecar_path, key="target")
+    _reject_unknown(target_tbl, _TARGET_KEYS, sidecar_path, "target.")
+    merged = {**defaults, **target_tbl}
+    target = ModelTarget(
+        catalog=_opt_str(merged.get("catalog")),
+        schema=_opt_str(merged.get("schema")),
+        table=str(target_tbl.get("table") or name),
+    )
+    deps = sidecar.get("depends_on", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise ConfigError("depends_on must be a list of model names", file=sidecar_path, key="depends_on")
+    freshness = sidecar.get("freshness", {})
+    if not isinstance(freshness, dict):
+        raise ConfigError(
+            "freshness must be a table", file=sidecar_path, key="freshness",
+            hint="write freshness = { max_lag_seconds = 3600 }",
+        )
+    _reject_unknown(freshness, _FRESHNESS_KEYS, sidecar_path, "freshness.")
+    lag = freshness.get("max_lag_seconds")
+    if lag is not None and (not isinstance(lag, int) or isinstance(lag, bool) or lag <= 0):
+        raise ConfigError(
+            "max_lag_seconds must be a positive integer", file=sidecar_path, key="freshness.max_lag_seconds"
+        )
+    return Model(
+        name=name,
+        path=sql_path,
+        sql=sql,
+        strategy=strategy,
+        target=target,
+        explicit_deps=tuple(deps),
+        max_lag_seconds=lag,
+    )
+
+
+def _reject_unknown(table: Mapping[str, Any], allowed: frozenset[str], path: Path, prefix: str) -> None:
+    """A misspelt key (``timestamp_colum``, ``schemaa``) would silently fall back to a default."""
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown key '{prefix}{unknown[0]}'",
+            file=path,
+            hint=f"valid keys{' under [' + prefix.rstrip('.') + ']' if prefix else ''}: "
+            f"{', '.join(sorted(allowed))}",
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _str_tuple(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError("must be a string or a list of strings", file=path, key=f"strategy.{key}")
+
+
+def _strategy(raw: Any, path: Path) -> Strategy:
+    if not isinstance(raw, dict):
+        raise ConfigError("[strategy] must be a table", file=path, key="strategy")
+    _reject_unknown(raw, _STRATEGY_KEYS, path, "strategy.")
+    stype = raw.get("type", "full_refresh")
+    if stype not in STRATEGY_TYPES:
+        raise ConfigError(
+            f"unknown strategy type '{stype}'",
+            file=path,
+            key="strategy.type",
+            hint=f"use one of: {', '.join(STRATEGY_TYPES)}",
+        )
+    strategy = Strategy(
+        type=stype,
+        timestamp_column=_opt_str(raw.get("timestamp_column")),
+        unique_key=_str_tuple(raw.get("unique_key"), "unique_key", path),
+        update_columns=_str_tuple(raw.get("update_columns"), "update_columns", path),
+        partition_by=_str_tuple(raw.get("partition_by"), "partition_by", path),
+    )
+    required = {"incremental": "timestamp_column", "merge": "unique_key", "delete_insert": "partition_by"}
+    need = required.get(stype)
+    if need and not getattr(strategy, need):
+        raise ConfigError(
+            f"strategy '{stype}' needs `{need}`", file=path, key=f"strategy.{need}",
+            hint=f"add {need} = ... under [strategy]",
+        )
+    return strategy

@@ -1,0 +1,55 @@
+"""A transformation model: one SELECT plus what its sidecar says about materializing it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+StrategyType = Literal["full_refresh", "incremental", "merge", "view", "ephemeral", "delete_insert"]
+STRATEGY_TYPES: tuple[str, ...] = (
+    "full_refresh", "incremental", "merge", "view", "ephemeral", "delete_insert",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """How a model materializes (CONTRACT section 2)."""
+
+    type: StrategyType = "full_refresh"
+    timestamp_column: str | None = None
+    unique_key: tuple[str, ...] = ()
+    update_columns: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTarget:
+    """Where a model lands; ``None`` parts take the adapter's defaults at run time."""
+
+    catalog: str | None = None
+    schema: str | None = None
+    table: str = ""
+
+
+@dataclass(slots=True)
+class Model:
+    """One model file (``models/<name>.sql``) and its optional sidecar."""
+
+    name: str
+    path: Path
+    sql: str
+    strategy: Strategy
+    target: ModelTarget
+    explicit_deps: tuple[str, ...] = ()
+    max_lag_seconds: int | None = None
+    depends_on: list[str] = field(default_factory=list)  # resolved model names, sorted
+    _sql_hash: str | None = None
+
+    @property
+    def sql_hash(self) -> str:
+        """sha256 (hex, first 16) of the SQL text; lets a reader see whether a model changed."""
+        if self._sql_hash is None:
+            self._sql_hash = hashlib.sha256(self.sql.encode()).hexdigest()[:16]
+        return self._sql_hash

@@ -1,0 +1,177 @@
+"""Find bare table references in a model's SQL and render ``{{ var('x') }}`` placeholders.
+
+A model depends on every other model whose name appears as a bare (unqualified) table name in its SQL
+(CONTRACT section 2). A regex scanner (strings, comments, quoted identifiers skipped) finds identifiers
+in table position: right after FROM / JOIN, or in a comma list that follows FROM, and not part of a dotted
+name. CTE names shadow models of the same name. The scanner is linear and allocation-light because a
+10,000-model project must load in well under three seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rocky_engine.errors import ModelError
+
+_TOKEN = re.compile(
+    r"""
+      (?P<ws>\s+)
+    | (?P<comment>--[^\n]*|/\*.*?\*/)
+    | (?P<string>'(?:[^']|'')*')
+    | (?P<qident>"(?:[^"]|"")*")
+    | (?P<ident>[A-Za-z_][A-Za-z0-9_$]*)
+    | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_FROM_LIST_END = frozenset(
+    {
+        "where", "group", "order", "having", "limit", "qualify", "window", "union", "intersect",
+        "except", "offset", "fetch", "returning", "select", "set", "values",
+    }
+)
+# First token inside "(" that makes the group a query: only there does FROM introduce tables
+# (``EXTRACT(year FROM ts)`` and ``TRIM(BOTH ' ' FROM name)`` are not table positions).
+_QUERY_START = frozenset({"select", "with", "from", "values", "table", "("})
+# Keywords that follow FROM / JOIN but are not table names.
+_NOT_TABLES = frozenset({"select", "lateral", "values", "unnest"})
+_VAR = re.compile(r"\{\{\s*var\(\s*'([A-Za-z0-9_]+)'\s*(?:,\s*'((?:[^'\\]|\\.)*)'\s*)?\)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """A bare table name at ``[start, end)`` of the SQL text (``name`` unquoted)."""
+
+    name: str
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Group:
+    """One parenthesised level of the statement (the outermost level is the statement itself)."""
+
+    query: bool | None  # None until the first token inside decides
+    before: tuple[str, str | None]  # the significant token just before "("
+    in_from: bool = False  # inside the comma list that follows FROM at this level
+
+
+_NONE: tuple[str, str | None] = ("", None)
+
+
+def find_table_refs(sql: str) -> list[TableRef]:
+    """Bare identifiers (plain or double-quoted) in table position, in order of appearance.
+
+    Table position is right after FROM / JOIN, or an item of the comma list that follows FROM, at a
+    level that is a query (not a function call's ``FROM``). Dotted names, table functions (``name(``)
+    and CTE names are excluded.
+    """
+    refs: list[TableRef] = []
+    cte_names: set[str] = set()
+    # The last significant tokens as (keyword form, identifier name or None), newest last.
+    hist: list[tuple[str, str | None]] = [_NONE, _NONE, _NONE, _NONE]
+    groups = [_Group(query=True, before=_NONE)]
+    closed_before = _NONE  # the token before the "(" of the group that closed last
+    pending: TableRef | None = None  # identifier waiting to see whether "." or "(" follows
+    for m in _TOKEN.finditer(sql):
+        kind = m.lastgroup
+        if kind in ("ws", "comment"):
+            continue
+        text = m.group()
+        if pending is not None:
+            if text not in (".", "("):
+                refs.append(pending)
+            pending = None
+        group = groups[-1]
+        name: str | None = None
+        if kind == "ident":
+            low = text.lower()
+            name = low
+        elif kind == "qident":
+            low = text  # keeps the quotes: a quoted "from" is a name, never the keyword
+            name = text[1:-1].replace('""', '"').lower()
+        else:
+            low = text
+        if group.query is None:
+            group.query = low in _QUERY_START
+        prev = hist[-1][0]
+        if name is not None:
+            if kind == "ident" and low == "from" and group.query:
+                group.in_from = True
+            elif kind == "ident" and low in _FROM_LIST_END:
+                group.in_from = False
+            table_position = group.query and (
+                (prev in ("from", "join") and hist[-1][1] is not None) or (prev == "," and group.in_from)
+            )
+            if table_position and low not in _NOT_TABLES:
+                ref_name = text if kind == "ident" else text[1:-1].replace('""', '"')
+                pending = TableRef(ref_name, m.start(), m.end())
+        elif text == "(":
+            cte = _cte_name(hist, closed_before)
+            if cte is not None:
+                cte_names.add(cte)
+            groups.append(_Group(query=None, before=hist[-1]))
+        elif text == ")" and len(groups) > 1:
+            closed_before = groups.pop().before
+        hist.append((low, name))
+        del hist[0]
+    if pending is not None:
+        refs.append(pending)
+    if cte_names:
+        refs = [r for r in refs if r.name.lower() not in cte_names]
+    return refs
+
+
+def _cte_name(hist: list[tuple[str, str | None]], closed_before: tuple[str, str | None]) -> str | None:
+    """The CTE name when "(" opens a CTE body: ``name AS (``, ``name(cols) AS (``,
+    ``name AS [NOT] MATERIALIZED (``."""
+    lows = [h[0] for h in hist]
+    if lows[-1] == "as":
+        cand = hist[-2]
+    elif lows[-1] == "materialized" and lows[-2] == "as":
+        cand = hist[-3]
+    elif lows[-1] == "materialized" and lows[-2] == "not" and lows[-3] == "as":
+        cand = hist[-4]
+    else:
+        return None
+    if cand[0] == ")":
+        cand = closed_before
+    return cand[1]
+
+
+def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
+    """Replace ``{{ var('name') }}`` / ``{{ var('name', 'default') }}`` with ``--var`` values.
+
+    Raises:
+        ModelError: a variable without a default was not given with ``--var``.
+    """
+    if "{{" not in sql:
+        return sql
+
+    def replace(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name in variables:
+            return variables[name]
+        if default is not None:
+            return default
+        raise ModelError(
+            f"model '{model}' uses variable '{name}' but no value was given",
+            hint=f"pass --var {name}=<value> or write {{{{ var('{name}', '<default>') }}}}",
+        )
+
+    return _VAR.sub(replace, sql)
+
+
+def strip_trailing_semicolon(sql: str) -> str:
+    """The statement without trailing semicolons, whitespace and comments.
+
+    Compiled SQL is wrapped (``INSERT ... SELECT * FROM (<sql>)``, ``"eph" AS (<sql>)``): a trailing
+    ``-- comment`` or ``;`` left in place would swallow or break the closing parenthesis.
+    """
+    end = 0
+    for m in _TOKEN.finditer(sql):
+        if m.lastgroup not in ("ws", "comment") and m.group() != ";":
+            end = m.end()
+    return sql[:end].strip()

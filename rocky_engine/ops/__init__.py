@@ -1,0 +1,1 @@
+"""Operator commands' logic (history, state, doctor, brief): read the project and build typed results."""

@@ -1,0 +1,1 @@
+"""rocky run: planning, per-pipeline runners, concurrency, retries, breaker, RunOutput."""

@@ -1,0 +1,19 @@
+"""What the user asked ``rocky run`` to do, independent of how it was asked (CLI, scheduler, server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    pipeline: str | None = None
+    filter: str | None = None
+    model: str | None = None
+    parallel: int | None = None
+    resume: str | None = None
+    resume_latest: bool = False
+    idempotency_key: str | None = None
+    variables: dict[str, str] = field(default_factory=dict)
+    trigger: str = "Manual"
+    submission_id: str | None = None

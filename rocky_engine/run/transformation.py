@@ -1,0 +1,278 @@
+"""Transformation runs: execute the model DAG with per-model containment (CONTRACT sections 2, 3).
+
+Planning does one catalog read for the whole run (never a listing per model); execution spends one
+statement per full-refresh model on its own cursor; state-store writes are batched at the end.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.errors import AdapterError, ModelError, RockyError, UsageError
+from rocky_engine.models.dag import ModelSet
+from rocky_engine.run.compile import ResolvedTarget, compile_model
+from rocky_engine.run.dag_executor import TaskOutcome, run_dag
+from rocky_engine.run.materialize import Materialized, materialize
+from rocky_engine.run.output import (
+    Contained,
+    ExecutionSummary,
+    Materialization,
+    MaterializationMetadata,
+    RunOutput,
+    TableError,
+    derive_status,
+)
+from rocky_engine.run.progress import RunProgress
+from rocky_engine.state.runs import ModelExecution
+
+if TYPE_CHECKING:
+    from rocky_engine.run.context import RunContext
+
+DEFAULT_PARALLEL = 4
+
+
+class TransformationRunner:
+    """Runs one transformation pipeline."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.executions: list[ModelExecution] = []
+
+    def run(self) -> RunOutput:
+        ctx = self.ctx
+        model_set = ctx.project.load_models(ctx.pipeline_name)
+        selected = self._select(model_set)
+        from rocky_engine.adapters import open_adapter
+
+        adapter = open_adapter(ctx.config, ctx.pipeline.target.adapter)
+        try:
+            return self._run(adapter, model_set, selected)
+        finally:
+            adapter.close()
+
+    def _select(self, model_set: ModelSet) -> list[str]:
+        name = self.ctx.options.model
+        if name is None:
+            return list(model_set.order)
+        if name not in model_set.models:
+            close = difflib.get_close_matches(name, list(model_set.models), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else "run `rocky validate` to list the models"
+            raise UsageError(
+                f"--model '{name}' is not a model of pipeline '{self.ctx.pipeline_name}'", hint=hint
+            )
+        if model_set.models[name].strategy.type == "ephemeral":
+            users = ", ".join(sorted(model_set.downstream(name))) or "no model"
+            raise UsageError(
+                f"--model '{name}' is ephemeral: it is inlined into the models that use it ({users}) and "
+                "never materialized on its own",
+                hint="run one of those models instead",
+            )
+        return [name]
+
+    def _concurrency(self) -> int:
+        """``--parallel``, else the pipeline's ``[execution] concurrency`` (``"adaptive"`` starts at 4)."""
+        if self.ctx.options.parallel is not None:
+            return max(1, self.ctx.options.parallel)
+        configured = getattr(getattr(self.ctx.pipeline, "execution", None), "concurrency", None)
+        return configured if isinstance(configured, int) and configured > 0 else DEFAULT_PARALLEL
+
+    def _resolve_targets(self, adapter: WarehouseAdapter, model_set: ModelSet) -> dict[str, ResolvedTarget]:
+        default_schema = getattr(adapter, "default_schema", "main")
+        targets: dict[str, ResolvedTarget] = {}
+        for name, model in model_set.models.items():
+            catalog = model.target.catalog or adapter.catalog
+            schema = model.target.schema or default_schema
+            table = model.target.table or name
+            targets[name] = ResolvedTarget(catalog, schema, table, adapter.qualified(schema, table, catalog))
+        return targets
+
+    def _prepare_schemas(
+        self, adapter: WarehouseAdapter, model_set: ModelSet, selected: list[str],
+        targets: dict[str, ResolvedTarget], out: RunOutput,
+    ) -> None:
+        governance = getattr(self.ctx.pipeline.target, "governance", None)
+        auto_create = bool(getattr(governance, "auto_create_schemas", True))
+        needed = sorted(
+            {(targets[n].catalog, targets[n].schema) for n in selected
+             if model_set.models[n].strategy.type != "ephemeral"}
+        )
+        for catalog, schema in needed:
+            if catalog != adapter.catalog:
+                owner = next(n for n in selected if targets[n].catalog == catalog)
+                raise RockyError(
+                    f"model '{owner}' targets catalog '{catalog}', but adapter '{adapter.name}' is catalog "
+                    f"'{adapter.catalog}'",
+                    hint="fix [target] catalog in the model sidecar or models/_defaults.toml",
+                )
+            if schema in adapter.list_schemas(catalog):
+                continue
+            if not auto_create:
+                owner = next(n for n in selected if targets[n].schema == schema)
+                raise RockyError(
+                    f"target schema '{catalog}.{schema}' of model '{owner}' does not exist",
+                    hint="create it, or set auto_create_schemas = true under the pipeline's "
+                    "[target.governance]",
+                )
+            adapter.ensure_schema(schema, catalog)
+            out.permissions.schemas_created += 1
+
+    def _run(self, adapter: WarehouseAdapter, model_set: ModelSet, selected: list[str]) -> RunOutput:
+        ctx = self.ctx
+        out = RunOutput(pipeline_type="transformation")
+        targets = self._resolve_targets(adapter, model_set)
+        self._prepare_schemas(adapter, model_set, selected, targets, out)
+        existing = {(r.schema, r.name): r.kind for r in adapter.list_relations(adapter.catalog)}
+        variables = ctx.options.variables
+        runnable = [n for n in selected if model_set.models[n].strategy.type != "ephemeral"]
+        parallel = min(self._concurrency(), max(1, len(runnable)))
+        ctx.log.info(
+            "run %s: pipeline %s, %d model(s) to build, concurrency %d",
+            ctx.run_id, ctx.pipeline_name, len(runnable), parallel,
+        )
+        sessions: list[WarehouseSession] = [adapter] if parallel == 1 else [
+            adapter.session() for _ in range(parallel)
+        ]
+        for session in sessions:
+            ctx.guard.on_interrupt(session.interrupt)
+        dialect = adapter.type
+        deps = {n: model_set.models[n].depends_on for n in runnable}
+        # Ephemeral models are inlined: a runnable model waits on the real models behind them.
+        for name in runnable:
+            deps[name] = _through_ephemerals(model_set, name)
+
+        def task(name: str, session: WarehouseSession) -> Materialized:
+            model = model_set.models[name]
+            target = targets[name]
+            ctx.events.fire("before_model_run", model=name, table=target.full_name)
+            try:
+                select = compile_model(name, model_set, targets, variables)
+            except ModelError as exc:
+                raise _CompileError(str(exc)) from exc
+            return materialize(
+                session, dialect, model.strategy, target, select,
+                exists_as=existing.get((target.schema, target.table)),
+            )
+
+        progress = RunProgress(len(runnable), f"{ctx.pipeline_name}")
+
+        def on_done(outcome: TaskOutcome[Materialized]) -> None:
+            progress.advance(outcome.ok)
+            self._record(outcome, model_set, targets, out)
+
+        try:
+            result = run_dag(runnable, deps, task, sessions, stop=ctx.guard.stop, on_done=on_done)
+        finally:
+            progress.close()
+            if parallel > 1:
+                for session in sessions:
+                    session.close()
+        for name, blockers in sorted(result.blocked.items()):
+            out.contained.append(
+                Contained(
+                    model=name,
+                    blocked_by=blockers,
+                    unblock_hint=f"fix {', '.join(blockers)} and run again (or `rocky run --model {name}` "
+                    "once the upstream is rebuilt)",
+                )
+            )
+        out.interrupted = ctx.guard.stop.is_set()
+        failed = len(out.errors)
+        succeeded = len(out.materializations)
+        problems = failed + len(out.contained) + (len(result.not_started) if out.interrupted else 0)
+        out.tables_copied = succeeded
+        out.tables_failed = failed
+        out.execution = ExecutionSummary(
+            concurrency=parallel, tables_processed=succeeded + failed, tables_failed=failed
+        )
+        out.status = derive_status(succeeded, problems)
+        watermarks = {
+            ".".join(m.asset_key): m.metadata.watermark
+            for m in out.materializations
+            if m.metadata.watermark is not None
+        }
+        if watermarks:
+            ctx.store.watermarks.set_many(watermarks)
+        return out
+
+    def _record(
+        self, outcome: TaskOutcome[Materialized], model_set: ModelSet,
+        targets: dict[str, ResolvedTarget], out: RunOutput,
+    ) -> None:
+        name = outcome.name
+        target = targets[name]
+        model = model_set.models[name]
+        finished = datetime.now(UTC)
+        ctx = self.ctx
+        if outcome.ok and outcome.value is not None:
+            out.materializations.append(
+                Materialization(
+                    asset_key=target.asset_key,
+                    duration_ms=outcome.duration_ms,
+                    rows_copied=outcome.value.rows,
+                    started_at=outcome.started_at.isoformat().replace("+00:00", "Z"),
+                    metadata=MaterializationMetadata(
+                        strategy=model.strategy.type,
+                        watermark=outcome.value.watermark,
+                        target_table_full_name=target.full_name,
+                        sql_hash=model.sql_hash,
+                    ),
+                )
+            )
+            status = "success"
+            ctx.events.fire("after_model_run", model=name, table=target.full_name,
+                            duration_ms=outcome.duration_ms)
+        else:
+            error = outcome.error
+            kind = _failure_kind(error)
+            message = str(error)
+            if ctx.guard.stop.is_set() and kind != "compile-error":
+                message = f"interrupted: {message}"
+            out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind))
+            ctx.log.error("model %s failed (%s): %s", name, kind, message)
+            status = "failed"
+            ctx.events.fire("model_error", model=name, table=target.full_name, error=message,
+                            duration_ms=outcome.duration_ms)
+        self.executions.append(
+            ModelExecution(
+                model_name=name,
+                started_at=outcome.started_at,
+                finished_at=finished,
+                duration_ms=outcome.duration_ms,
+                rows_affected=outcome.value.rows if outcome.value is not None else None,
+                status=status,
+            )
+        )
+
+
+class _CompileError(Exception):
+    """A model that could not be compiled (failure_kind ``compile-error``)."""
+
+
+def _failure_kind(error: BaseException | None) -> str:
+    if isinstance(error, _CompileError):
+        return "compile-error"
+    if isinstance(error, AdapterError):
+        if error.failure_kind in ("query-rejected",) and "Parser Error" in error.message:
+            return "compile-error"
+        return error.failure_kind
+    return "unknown"
+
+
+def _through_ephemerals(model_set: ModelSet, name: str) -> list[str]:
+    """Direct dependencies of ``name`` with ephemeral models replaced by their own dependencies."""
+    result: set[str] = set()
+    stack = list(model_set.models[name].depends_on)
+    seen: set[str] = set()
+    while stack:
+        dep = stack.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        if model_set.models[dep].strategy.type == "ephemeral":
+            stack.extend(model_set.models[dep].depends_on)
+        else:
+            result.add(dep)
+    return sorted(result)
