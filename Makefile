@@ -15,11 +15,18 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## make demo: seed the DuckDB playground and run its pipelines
+## make demo: seed the DuckDB playground, replicate raw__* into staging__*, then run the models
 demo: venv
 	cd examples/playground && ../../$(BIN)/python seed.py
+	cd examples/playground && ../../$(BIN)/rocky run --pipeline raw --output table
 	cd examples/playground && ../../$(BIN)/rocky run --pipeline models --output table
 	cd examples/playground && ../../$(BIN)/python show_marts.py
+
+## make demo-dagster: seed the playground and start `dagster dev` on examples/dagster (UI: http://127.0.0.1:3000)
+demo-dagster: venv
+	cd examples/playground && ../../$(BIN)/python seed.py
+	mkdir -p .dagster-home
+	DAGSTER_HOME=$(CURDIR)/.dagster-home $(BIN)/dagster dev -w examples/dagster/workspace.yaml -h 127.0.0.1 -p 3000
 
 ## make test: install what the tests need (venv, PostgreSQL, Redis) and run the whole suite
 test: venv test-deps
@@ -38,4 +45,4 @@ bench: venv
 	$(BIN)/python bench/run_bench.py
 
 clean:
-	rm -rf $(VENV) .venv-bench .pytest_cache .mypy_cache .ruff_cache bench/work
+	rm -rf $(VENV) .venv-bench .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="configurations to time (raw-serial always runs: it is the row-count reference)")
     p.add_argument("--skip-dbt", action="store_true", help="do not time dbt (no bench venv needed)")
     p.add_argument("--only", choices=("startup", "workloads"), help="run only this part")
-    p.add_argument("--startup-rounds", type=int, default=5)
+    p.add_argument("--startup-rounds", type=int, default=10)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--work-dir", default=str(BENCH_DIR / "work"), help="generated projects and run logs")
     p.add_argument("--out", default=str(BENCH_DIR / "results.md"))

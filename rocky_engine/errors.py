@@ -17,6 +17,7 @@ Tree::
     │   └── StateSchemaError    the store is newer than this engine
     ├── AdapterError            a warehouse statement failed (carries failure_kind)
     ├── ConnectorError          child connector protocol / validation
+    ├── HookAbort               a command hook with on_failure = "abort" failed
     └── RunInterrupted          SIGINT / SIGTERM (exit 130)
 """
 
@@ -123,6 +124,14 @@ class AdapterError(RockyError):
 
 class ConnectorError(RockyError):
     """A child connector run or result that cannot be accepted."""
+
+
+class HookAbort(RockyError):
+    """A command hook with ``on_failure = "abort"`` failed: the run stops before its next materialization."""
+
+    def __init__(self, message: str, *, event: str, hint: str | None = None) -> None:
+        self.event = event
+        super().__init__(message, hint=hint)
 
 
 class RunInterrupted(RockyError):

@@ -1,7 +1,8 @@
 """Create the playground's source data: schemas raw__orders and raw__payments in playground.duckdb.
 
 Deterministic (hash-based, no randomness), so every `make demo` builds the same warehouse. Re-running it
-resets the sources and drops previously built schemas, as a fresh playground should.
+resets the sources and drops previously built schemas (the replicated staging__* ones included) and the
+state store, as a fresh playground should.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ ORDERS = 20_000
 SEED_SQL = f"""
 DROP SCHEMA IF EXISTS raw__orders CASCADE;
 DROP SCHEMA IF EXISTS raw__payments CASCADE;
+DROP SCHEMA IF EXISTS staging__orders CASCADE;
+DROP SCHEMA IF EXISTS staging__payments CASCADE;
 DROP SCHEMA IF EXISTS staging CASCADE;
 DROP SCHEMA IF EXISTS intermediate CASCADE;
 DROP SCHEMA IF EXISTS marts CASCADE;

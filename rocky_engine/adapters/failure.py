@@ -45,7 +45,7 @@ def classify_message(message: str, type_name: str = "") -> str:
     tname = type_name.lower()
     if any(m in text for m in _AUTH_MARKERS):
         return "auth-failed"
-    if any(m in text for m in _CONNECTION_MARKERS) or "operationalerror" in tname and "connect" in text:
+    if any(m in text for m in _CONNECTION_MARKERS) or ("operationalerror" in tname and "connect" in text):
         return "connection-failed"
     if any(m in text for m in _TRANSIENT_MARKERS) or "transactionexception" in tname:
         return "transient"
@@ -53,7 +53,8 @@ def classify_message(message: str, type_name: str = "") -> str:
         return "quota-exceeded"
     if "catalogexception" in tname or any(m in text for m in _NOT_FOUND_MARKERS):
         return "not-found"
-    if tname.endswith(("parserexception", "binderexception", "syntaxerror", "conversionexception")):
+    # ``type_name`` is the whole class hierarchy joined by spaces, so match names, not the suffix.
+    if any(n in tname for n in ("parserexception", "binderexception", "syntaxerror", "conversionexception")):
         return "query-rejected"
     if "programmingerror" in tname or "constraintexception" in tname or "invalidinput" in tname:
         return "query-rejected"

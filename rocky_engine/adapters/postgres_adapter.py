@@ -128,7 +128,7 @@ class PostgresSession:
         self._endpoint = endpoint
         self._conn = conn
         self._lock = threading.Lock()  # guards _conn against interrupt() from another thread
-        #: connections opened by this session so far (the first one included)
+        #: connection attempts by this session so far, failed ones included
         self.connects = 0 if conn is None else 1
 
     def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
@@ -136,10 +136,10 @@ class PostgresSession:
         if conn is None or conn.closed or conn.broken:
             if conn is not None:
                 conn.close()
+            self.connects += 1
             conn = self._endpoint.connect()
             with self._lock:
                 self._conn = conn
-            self.connects += 1
         return conn
 
     def reset(self) -> None:

@@ -19,9 +19,16 @@ from rocky_engine import __version__
 #: command name -> module implementing it (order is the order in ``rocky --help``)
 COMMANDS: dict[str, str] = {
     "run": "rocky_engine.cli.run_cmd",
+    "discover": "rocky_engine.cli.discover_cmd",
+    "load": "rocky_engine.cli.load_cmd",
     "validate": "rocky_engine.cli.validate_cmd",
     "history": "rocky_engine.cli.history_cmd",
     "state": "rocky_engine.cli.state_cmd",
+    "tick": "rocky_engine.cli.tick_cmd",
+    "doctor": "rocky_engine.cli.doctor_cmd",
+    "brief": "rocky_engine.cli.brief_cmd",
+    "ci": "rocky_engine.cli.ci_cmd",
+    "hooks": "rocky_engine.cli.hooks_cmd",
 }
 
 
@@ -46,7 +53,9 @@ def _common_flags(suppress: bool) -> argparse.ArgumentParser:
         "-o", "--output", choices=["json", "table", "md"], default=default,
         help="output format (default: table on a terminal, json when piped)",
     )
-    common.add_argument("--state-path", default=default, help="state store file (overrides the default location)")
+    common.add_argument(
+        "--state-path", default=default, help="state store file (overrides the default location)"
+    )
     common.add_argument(
         "--state-namespace", default=default,
         help="use <models>/.rocky-state/<KEY>.db instead of the default store (KEY: letters, digits, _)",
@@ -86,6 +95,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     from rocky_engine.errors import RockyError
     from rocky_engine.output import emit, resolve_format
 
+    _sigterm_as_interrupt()
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     fmt = resolve_format(args.output)
@@ -93,7 +103,12 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     logs.configure(json_lines=fmt == "json", level=_log_level())
     try:
         result = modules[args.command].execute(args)
-        return emit(result, fmt)
+        code = emit(result, fmt)
+        # A result may act once it has been written out in full (brief advances its --since last cursor).
+        after_emit = getattr(result, "after_emit", None)
+        if callable(after_emit):
+            after_emit()
+        return code
     except RockyError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code
@@ -102,6 +117,32 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except Exception as exc:  # a bug: say so in one line, keep the traceback for ROCKY_LOG=debug
+        import logging
+        import traceback
+
+        sys.stderr.write(
+            f"error: internal error ({type(exc).__name__}: {exc}); this is a bug in rocky, please report it "
+            "with the output of the same command run with ROCKY_LOG=debug\n"
+        )
+        if _log_level() <= logging.DEBUG:
+            traceback.print_exc()
+        return 1
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM before a command installs its own handling (config loading, store opening) exits 130
+    like Ctrl-C instead of dying silently with -15."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise)
 
 
 def _log_level() -> int:

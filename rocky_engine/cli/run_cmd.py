@@ -42,6 +42,25 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _load_pipeline(project: Any, args: argparse.Namespace) -> str | None:
+    """The pipeline's name when ``rocky run`` was asked to run a load pipeline (it prints the load
+    document and writes no run record, CONTRACT section 3); None for every other type."""
+    from rocky_engine.errors import UsageError
+    from rocky_engine.run.runner import choose_pipeline
+
+    name = choose_pipeline(project, args.pipeline)
+    if project.config.pipeline(name).type != "load":
+        return None
+    refused = [flag for flag, value in (
+        ("--resume", args.resume), ("--resume-latest", args.resume_latest),
+        ("--idempotency-key", args.idempotency_key), ("--model", args.model), ("--filter", args.filter),
+    ) if value]
+    if refused:
+        raise UsageError(f"{', '.join(refused)} cannot be used with load pipeline '{name}'",
+                         hint=f"run it as `rocky run --pipeline {name}` (or `rocky load --pipeline {name}`)")
+    return name
+
+
 def execute(args: argparse.Namespace) -> Any:
     from rocky_engine.errors import UsageError
     from rocky_engine.project import load_project
@@ -60,6 +79,11 @@ def execute(args: argparse.Namespace) -> Any:
     if args.parallel is not None and args.parallel < 1:
         raise UsageError("--parallel must be at least 1")
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
+    load = _load_pipeline(project, args)
+    if load is not None:
+        from rocky_engine.run.load import execute_load
+
+        return execute_load(project, load)
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,

@@ -30,6 +30,7 @@ def register(
     )
     actions = parser.add_subparsers(dest="state_command", metavar="<action>")
     _register_watermarks(actions, common)
+    _register_schedule(actions, common)
 
 
 def execute(args: argparse.Namespace) -> Result:
@@ -63,7 +64,46 @@ def _watermarks(args: argparse.Namespace) -> Result:
         return build_watermarks(store)
 
 
+# ---------------------------------------------------------------------- schedule
+
+
+def _register_schedule(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    parser = actions.add_parser(
+        "schedule",
+        parents=[common],
+        help="pause or resume a pipeline's schedule; list queued webhook demands",
+        description="Scheduler controls. `pause P` holds P (no declared demand evaluated, webhook demands "
+        "stay queued) until `resume P`; `spool` lists webhook demands accepted but not yet consumed by "
+        "a tick. pause/resume write the state store (they fail fast while a run holds it).",
+    )
+    sub = parser.add_subparsers(dest="schedule_command", metavar="<pause|resume|spool>")
+    sub.required = True
+    for name, text in (("pause", "hold a pipeline"), ("resume", "release a held pipeline")):
+        p = sub.add_parser(name, parents=[common], help=text, description=f"{text[0].upper()}{text[1:]}.")
+        p.add_argument("pipeline", help="pipeline name")
+    sub.add_parser(
+        "spool",
+        parents=[common],
+        help="list accepted, unconsumed webhook demands",
+        description="List .rocky/pending-demands/: what the webhook ingress accepted and no tick has run "
+        "yet. An unreadable spool is an error (exit 1), never an empty list.",
+    )
+
+
+def _schedule(args: argparse.Namespace) -> Result:
+    from rocky_engine.project import load_project
+    from rocky_engine.schedule.control import set_paused, spool_listing
+
+    project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
+    if args.schedule_command == "spool":
+        return spool_listing(project.dot_rocky)
+    return set_paused(project, args.pipeline, paused=args.schedule_command == "pause")
+
+
 #: action name -> handler; ``execute`` dispatches here.
 ACTIONS: dict[str, Callable[[argparse.Namespace], Result]] = {
     DEFAULT_ACTION: _watermarks,
+    "schedule": _schedule,
 }

@@ -1,9 +1,10 @@
 """Find bare table references in a model's SQL and render ``{{ var('x') }}`` placeholders.
 
 A model depends on every other model whose name appears as a bare (unqualified) table name in its SQL
-(CONTRACT section 2). A regex scanner (strings, comments, quoted identifiers skipped) finds identifiers
-in table position: right after FROM / JOIN, or in a comma list that follows FROM, and not part of a dotted
-name. CTE names shadow models of the same name. The scanner is linear and allocation-light because a
+(CONTRACT section 2). A regex scanner (strings and comments skipped; a quoted identifier is a name, never
+a keyword) finds identifiers in table position: right after FROM / JOIN, or in a comma list that follows
+FROM, at a parenthesis level that is a query, and not part of a dotted name or a table function call.
+CTE names shadow models of the same name. The scanner is linear and allocation-light because a
 10,000-model project must load in well under three seconds.
 """
 
@@ -34,10 +35,17 @@ _FROM_LIST_END = frozenset(
 )
 # First token inside "(" that makes the group a query: only there does FROM introduce tables
 # (``EXTRACT(year FROM ts)`` and ``TRIM(BOTH ' ' FROM name)`` are not table positions).
-_QUERY_START = frozenset({"select", "with", "from", "values", "table", "("})
+_QUERY_START = frozenset({"select", "with", "from", "values", "table", "pivot", "unpivot", "("})
+# Keywords after which an identifier names a table (DuckDB's ``PIVOT t ON ...`` included).
+_TABLE_INTRO = frozenset({"from", "join", "pivot", "unpivot"})
 # Keywords that follow FROM / JOIN but are not table names.
 _NOT_TABLES = frozenset({"select", "lateral", "values", "unnest"})
-_VAR = re.compile(r"\{\{\s*var\(\s*'([A-Za-z0-9_]+)'\s*(?:,\s*'((?:[^'\\]|\\.)*)'\s*)?\)\s*\}\}")
+_VAR = re.compile(
+    r"""\{\{\s*var\(\s*(?P<q>['"])(?P<name>[A-Za-z0-9_]+)(?P=q)\s*"""
+    r"""(?:,\s*(?P<dq>['"])(?P<default>(?:(?!(?P=dq))[^\\]|\\.)*)(?P=dq)\s*)?\)\s*\}\}"""
+)
+# Any other template call left after rendering (dbt's ``{{ ref('x') }}``, ``{{ config(...) }}``).
+_TEMPLATE_CALL = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\(.*?\}\}", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +111,7 @@ def find_table_refs(sql: str) -> list[TableRef]:
             elif kind == "ident" and low in _FROM_LIST_END:
                 group.in_from = False
             table_position = group.query and (
-                (prev in ("from", "join") and hist[-1][1] is not None) or (prev == "," and group.in_from)
+                prev in _TABLE_INTRO or (prev == "," and group.in_from)
             )
             if table_position and low not in _NOT_TABLES:
                 ref_name = text if kind == "ident" else text[1:-1].replace('""', '"')
@@ -145,13 +153,14 @@ def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
     """Replace ``{{ var('name') }}`` / ``{{ var('name', 'default') }}`` with ``--var`` values.
 
     Raises:
-        ModelError: a variable without a default was not given with ``--var``.
+        ModelError: a variable without a default was not given with ``--var``, or the SQL uses another
+            template call (``{{ ref('x') }}``) that would otherwise reach the warehouse as a syntax error.
     """
     if "{{" not in sql:
         return sql
 
     def replace(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
+        name, default = m.group("name"), m.group("default")
         if name in variables:
             return variables[name]
         if default is not None:
@@ -161,7 +170,14 @@ def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
             hint=f"pass --var {name}=<value> or write {{{{ var('{name}', '<default>') }}}}",
         )
 
-    return _VAR.sub(replace, sql)
+    rendered = _VAR.sub(replace, sql)
+    other = _TEMPLATE_CALL.search(rendered)
+    if other is not None:
+        raise ModelError(
+            f"model '{model}' uses the template expression {other.group()}, which rocky does not render",
+            hint="only {{ var('name') }} is rendered; reference other models by their bare table name",
+        )
+    return rendered
 
 
 def strip_trailing_semicolon(sql: str) -> str:
@@ -170,6 +186,10 @@ def strip_trailing_semicolon(sql: str) -> str:
     Compiled SQL is wrapped (``INSERT ... SELECT * FROM (<sql>)``, ``"eph" AS (<sql>)``): a trailing
     ``-- comment`` or ``;`` left in place would swallow or break the closing parenthesis.
     """
+    body = sql.strip()
+    last_line = body[body.rfind("\n") + 1 :]
+    if not body.endswith((";", "*/")) and "--" not in last_line:
+        return body  # the common case, without tokenizing: nothing to strip but whitespace
     end = 0
     for m in _TOKEN.finditer(sql):
         if m.lastgroup not in ("ws", "comment") and m.group() != ";":

@@ -89,9 +89,11 @@ def _rewrite(
         cursor = 0
         for ref in refs:
             dep = lower[ref.name.lower()]
-            if dep == name:
+            if dep == name and model.strategy.type == "ephemeral":
                 continue
             pieces.append(sql[cursor : ref.start])
+            # A model naming itself reads its own target (incremental: "WHERE ts > (SELECT max(ts) FROM
+            # me)"), wherever [target] puts it.
             if model_set.models[dep].strategy.type == "ephemeral":
                 pieces.append(quote_ident(dep))
                 if dep not in ephemerals:

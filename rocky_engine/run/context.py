@@ -58,6 +58,9 @@ class RunContext:
     guard: InterruptGuard
     log: logging.Logger
     events: EventSink = field(default_factory=NullEventSink)
+    #: ``--resume`` / ``--resume-latest``: the run resumed from, and the table keys it finished (skipped)
+    resumed_from: str | None = None
+    completed_keys: frozenset[str] = frozenset()
 
     @property
     def config(self) -> RockyConfig:

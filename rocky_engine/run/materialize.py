@@ -2,6 +2,7 @@
 
 Full refresh is one ``CREATE OR REPLACE TABLE ... AS`` on DuckDB (DESIGN.md: one statement per model).
 Incremental, merge and delete_insert fall back to a full build when the target does not exist yet.
+PostgreSQL has its own module (``materialize_postgres``): view dependencies and transactional DDL.
 """
 
 from __future__ import annotations
@@ -29,13 +30,16 @@ def materialize(
     exists_as: str | None,
 ) -> Materialized:
     """Build ``target`` from ``select``; ``exists_as`` is "table", "view" or None (from one catalog read)."""
+    if dialect == "postgres":
+        # Imported here: it imports this module's helpers (and DuckDB runs never need it).
+        from rocky_engine.run.materialize_postgres import materialize_postgres
+
+        return materialize_postgres(session, strategy, target, select, exists_as=exists_as)
     q = target.qualified
     kind = strategy.type
     if kind == "view":
         if exists_as == "table":
             session.execute(f"DROP TABLE {q}")
-        if dialect == "postgres" and exists_as == "view":
-            session.execute(f"DROP VIEW {q}")
         session.execute(f"CREATE OR REPLACE VIEW {q} AS {select}")
         return Materialized(rows=None)
     if exists_as == "view":
@@ -113,12 +117,16 @@ def _merge(session: WarehouseSession, strategy: Strategy, target: ResolvedTarget
 def _delete_insert(
     session: WarehouseSession, dialect: str, strategy: Strategy, target: ResolvedTarget, select: str
 ) -> int | None:
-    parts = ", ".join(quote_ident(p) for p in strategy.partition_by)
+    # IS NOT DISTINCT FROM, not IN: a NULL partition value must be replaced too, never duplicated.
+    same_partition = " AND ".join(
+        f"t.{quote_ident(p)} IS NOT DISTINCT FROM s.{quote_ident(p)}" for p in strategy.partition_by
+    )
     stage = quote_ident(f"__rocky_di_{target.table}")
     with session.transaction():
         session.execute(f"CREATE TEMP TABLE {stage} AS {select}")
         session.execute(
-            f"DELETE FROM {target.qualified} WHERE ({parts}) IN (SELECT DISTINCT {parts} FROM {stage})"
+            f"DELETE FROM {target.qualified} AS t "
+            f"WHERE EXISTS (SELECT 1 FROM {stage} AS s WHERE {same_partition})"
         )
         rows = session.execute(f"INSERT INTO {target.qualified} {_by_name(dialect, session, target)}"
                                f"SELECT * FROM {stage}")

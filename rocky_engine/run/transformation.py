@@ -50,6 +50,12 @@ class TransformationRunner:
         adapter = open_adapter(ctx.config, ctx.pipeline.target.adapter)
         try:
             return self._run(adapter, model_set, selected)
+        except RockyError:
+            # A signal that cancels a planning statement (schema creation, the catalog read) is still an
+            # interrupted run: report and record it as one instead of failing with the cancelled statement.
+            if not ctx.guard.stop.is_set():
+                raise
+            return RunOutput(pipeline_type="transformation", status="Failure", interrupted=True)
         finally:
             adapter.close()
 
@@ -64,7 +70,7 @@ class TransformationRunner:
                 f"--model '{name}' is not a model of pipeline '{self.ctx.pipeline_name}'", hint=hint
             )
         if model_set.models[name].strategy.type == "ephemeral":
-            users = ", ".join(sorted(model_set.downstream(name))) or "no model"
+            users = ", ".join(model_set.dependents.get(name, [])) or "no model"
             raise UsageError(
                 f"--model '{name}' is ephemeral: it is inlined into the models that use it ({users}) and "
                 "never materialized on its own",
@@ -87,6 +93,18 @@ class TransformationRunner:
             schema = model.target.schema or default_schema
             table = model.target.table or name
             targets[name] = ResolvedTarget(catalog, schema, table, adapter.qualified(schema, table, catalog))
+        # Two models writing one relation would silently overwrite each other, in whichever order they ran.
+        owners: dict[str, str] = {}
+        for name in sorted(targets):
+            if model_set.models[name].strategy.type == "ephemeral":
+                continue
+            key = targets[name].full_name.lower()
+            if key in owners:
+                raise ModelError(
+                    f"models '{owners[key]}' and '{name}' both write {targets[name].full_name}",
+                    hint="give one of them its own [target] table or schema in its sidecar",
+                )
+            owners[key] = name
         return targets
 
     def _prepare_schemas(

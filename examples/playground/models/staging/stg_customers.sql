@@ -4,4 +4,4 @@ SELECT
     email,
     country,
     created_at
-FROM raw__orders.customers
+FROM staging__orders.customers

@@ -5,4 +5,4 @@ SELECT
     ordered_at,
     status,
     amount
-FROM raw__orders.orders
+FROM staging__orders.orders

@@ -3,4 +3,4 @@ SELECT
     order_id,
     method AS payment_method,
     amount
-FROM raw__payments.payments
+FROM staging__payments.payments

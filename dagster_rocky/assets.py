@@ -1,0 +1,257 @@
+"""Discovered tables as Dagster assets: ``load_rocky_assets`` (specs) and the multi-asset factory.
+
+``load_rocky_assets`` returns one ``AssetSpec`` per discovered table. ``build_rocky_assets`` returns one
+subset-aware ``multi_asset`` per group that executes ``rocky run --filter`` for the selected tables and
+reports one ``MaterializeResult`` per materialized table and one ``AssetCheckResult`` per declared check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import dagster as dg
+
+from dagster_rocky.resource import RockyResource
+from dagster_rocky.tenancy import strip_tenant, tenant_of
+from dagster_rocky.translator import RockyDagsterTranslator, component_value, safe_name
+from dagster_rocky.types import DiscoverChecks, DiscoverResult, SourceInfo, TableInfo
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the checks every replicated table declares; freshness only when discover reports a threshold
+BASE_CHECKS: tuple[str, ...] = ("row_count", "column_match")
+FRESHNESS_CHECK = "freshness"
+
+_CHECK_DESCRIPTIONS = {
+    "row_count": "Rocky: the target has as many rows as the source",
+    "column_match": "Rocky: the target has the source's columns",
+    "freshness": "Rocky: the newest row is within the freshness threshold",
+}
+
+
+@dataclass(frozen=True)
+class RockyAssetEntry:
+    """One discovered table and the asset it maps to."""
+
+    key: dg.AssetKey
+    source: SourceInfo
+    table: TableInfo
+    group: str
+    partition: str | None = None
+
+
+@dataclass
+class RockyAssetIndex:
+    """Every discovered table with its Dagster key, specs deduplicated, engine keys resolvable."""
+
+    entries: list[RockyAssetEntry]
+    specs: dict[dg.AssetKey, dg.AssetSpec]
+    check_names: tuple[str, ...]
+    by_engine_key: dict[tuple[str, ...], RockyAssetEntry] = field(default_factory=dict)
+    #: (component name, value) -> ids of every source with that value, for whole-tenant filters
+    sources_by_component: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: table name -> ids of every source that has a table of that name, for ``table=`` filters
+    sources_by_table: dict[str, set[str]] = field(default_factory=dict)
+
+    def groups(self) -> dict[str, list[RockyAssetEntry]]:
+        out: dict[str, list[RockyAssetEntry]] = {}
+        for entry in self.entries:
+            out.setdefault(entry.group, []).append(entry)
+        return out
+
+    def resolve(self, engine_key: list[str]) -> RockyAssetEntry | None:
+        """The entry of an engine asset key (``[source_type, *components, table]``)."""
+        return self.by_engine_key.get(tuple(engine_key))
+
+
+def engine_keys(source: SourceInfo, table: TableInfo) -> list[tuple[str, ...]]:
+    """The keys the engine may report for a table: list components joined with ``__``, or flattened."""
+    joined = (source.source_type, *(component_value(v) for v in source.components.values()), table.name)
+    flat: list[str] = [source.source_type]
+    for value in source.components.values():
+        flat.extend([value] if isinstance(value, str) else value)
+    flat.append(table.name)
+    return [joined] if tuple(flat) == joined else [joined, tuple(flat)]
+
+
+def build_index(
+    discover: DiscoverResult,
+    translator: RockyDagsterTranslator | None = None,
+    *,
+    tenant_component: str | None = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
+) -> RockyAssetIndex:
+    """Map every discovered table to its asset key and spec.
+
+    Raises:
+        dg.DagsterInvalidDefinitionError: two tables map to one key outside tenant mode.
+    """
+    translator = translator or RockyDagsterTranslator()
+    checks: DiscoverChecks | None = discover.checks
+    check_names = BASE_CHECKS + ((FRESHNESS_CHECK,) if checks and checks.freshness else ())
+    entries: list[RockyAssetEntry] = []
+    specs: dict[dg.AssetKey, dg.AssetSpec] = {}
+    owner: dict[dg.AssetKey, str] = {}
+    by_engine_key: dict[tuple[str, ...], RockyAssetEntry] = {}
+    by_component: dict[tuple[str, str], set[str]] = {}
+    by_table: dict[str, set[str]] = {}
+    for source in discover.sources:
+        view = strip_tenant(source, tenant_component)
+        partition = tenant_of(source, tenant_component, translator) if tenant_component else None
+        group = translator.get_group_name(view)
+        for name, value in source.components.items():
+            by_component.setdefault((name, component_value(value)), set()).add(source.id)
+        for table in source.tables:
+            by_table.setdefault(table.name, set()).add(source.id)
+            spec = translator.get_asset_spec(view, table, checks)
+            key = spec.key
+            if key in specs:
+                if not tenant_component:
+                    raise dg.DagsterInvalidDefinitionError(
+                        f"sources '{owner[key]}' and '{source.id}' both map table '{table.name}' to asset "
+                        f"key {key.to_user_string()}; make RockyDagsterTranslator.get_asset_key unique "
+                        "(or use tenant mode to collapse tenants into partitions)"
+                    )
+            else:
+                if partitions_def is not None:
+                    spec = spec.replace_attributes(partitions_def=partitions_def)
+                specs[key] = spec
+                owner[key] = source.id
+            entry = RockyAssetEntry(
+                key=key, source=source, table=table, group=spec.group_name or group, partition=partition
+            )
+            entries.append(entry)
+            for ek in engine_keys(source, table):
+                by_engine_key[ek] = entry
+    return RockyAssetIndex(
+        entries=entries,
+        specs=specs,
+        check_names=check_names,
+        by_engine_key=by_engine_key,
+        sources_by_component=by_component,
+        sources_by_table=by_table,
+    )
+
+
+def specs_from_discover(
+    discover: DiscoverResult,
+    translator: RockyDagsterTranslator | None = None,
+    *,
+    tenant_component: str | None = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
+) -> list[dg.AssetSpec]:
+    """One ``AssetSpec`` per discovered table (one per collapsed table in tenant mode)."""
+    index = build_index(
+        discover, translator, tenant_component=tenant_component, partitions_def=partitions_def
+    )
+    return list(index.specs.values())
+
+
+def load_rocky_assets(
+    rocky: RockyResource,
+    translator: RockyDagsterTranslator | None = None,
+    *,
+    pipeline: str | None = None,
+) -> list[dg.AssetSpec]:
+    """Run ``rocky discover`` and return one ``AssetSpec`` per discovered table."""
+    return specs_from_discover(rocky.discover(pipeline), translator)
+
+
+def check_specs_for(index: RockyAssetIndex, keys: list[dg.AssetKey]) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(name, asset=key, description=_CHECK_DESCRIPTIONS.get(name))
+        for key in keys
+        for name in index.check_names
+    ]
+
+
+def build_rocky_assets(
+    rocky_or_discover: RockyResource | DiscoverResult,
+    *,
+    translator: RockyDagsterTranslator | None = None,
+    resource_key: str = "rocky",
+    pipeline: str | None = None,
+    op_tags: Mapping[str, Any] | None = None,
+    tenant_component: str | None = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
+    name_prefix: str = "rocky",
+) -> list[dg.AssetsDefinition]:
+    """One subset-aware multi-asset per group, executed with ``rocky run --filter``.
+
+    Args:
+        rocky_or_discover: a resource (``discover`` runs now) or an already parsed discover result.
+        translator: keys, groups, tags and metadata; pass the same one to the sensor.
+        resource_key: the key the ``RockyResource`` is bound to in ``Definitions(resources=...)``.
+        pipeline: the replication pipeline to run (required when the project has several).
+        op_tags: tags of every step (e.g. concurrency pools).
+        tenant_component: collapse this component into the dynamic partitions ``partitions_def``.
+        partitions_def: required with ``tenant_component``.
+    """
+    from dagster_rocky.execution import GroupPlan, execute_group
+
+    if (tenant_component is None) != (partitions_def is None):
+        raise ValueError("tenant_component and partitions_def must be passed together")
+    translator = translator or RockyDagsterTranslator()
+    discover = (
+        rocky_or_discover.discover(pipeline)
+        if isinstance(rocky_or_discover, RockyResource)
+        else rocky_or_discover
+    )
+    index = build_index(
+        discover, translator, tenant_component=tenant_component, partitions_def=partitions_def
+    )
+    out: list[dg.AssetsDefinition] = []
+    for group, entries in sorted(index.groups().items()):
+        keys = list(dict.fromkeys(e.key for e in entries))
+        plan = GroupPlan(
+            group=group, entries=entries, index=index, pipeline=pipeline, tenant_component=tenant_component
+        )
+        out.append(
+            _group_multi_asset(
+                name=safe_name(f"{name_prefix}_{group}"),
+                specs=[index.specs[k].replace_attributes(skippable=True) for k in keys],
+                check_specs=check_specs_for(index, keys),
+                plan=plan,
+                resource_key=resource_key,
+                op_tags=op_tags,
+                partitions_def=partitions_def,
+                execute=execute_group,
+            )
+        )
+    return out
+
+
+def _group_multi_asset(
+    *,
+    name: str,
+    specs: list[dg.AssetSpec],
+    check_specs: list[dg.AssetCheckSpec],
+    plan: Any,
+    resource_key: str,
+    op_tags: Mapping[str, Any] | None,
+    partitions_def: dg.PartitionsDefinition | None,
+    execute: Any,
+) -> dg.AssetsDefinition:
+    @dg.multi_asset(
+        name=name,
+        specs=specs,
+        check_specs=check_specs,
+        can_subset=True,
+        required_resource_keys={resource_key},
+        op_tags=op_tags,
+        partitions_def=partitions_def,
+    )
+    @_with_context_class
+    def _rocky_group(context: dg.AssetExecutionContext) -> Iterator[Any]:
+        rocky: RockyResource = getattr(context.resources, resource_key)
+        yield from execute(context, rocky, plan)
+
+    return _rocky_group
+
+
+def _with_context_class(fn: F) -> F:
+    """Dagster checks the ``context`` annotation as a class; postponed annotations make it a string."""
+    fn.__annotations__["context"] = dg.AssetExecutionContext
+    return fn

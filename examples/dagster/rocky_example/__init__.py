@@ -1,0 +1,1 @@
+"""A Dagster code location over the Rocky playground (examples/playground)."""

@@ -1,0 +1,232 @@
+"""``_rocky_result.json``: read it and check every rule of seeds/child-connectors.md "The request and the
+result". Any failure fails the attempt (Rocky may start another).
+
+1. The result file parses, and ``protocol_version`` is 0.
+2. ``state.schema_version`` equals the manifest's ``state_schema_version``.
+3. The serialized state (its ``value``, compact JSON as the state store keeps it) is at most 1 MiB.
+4. Every path is relative, has no ``..``, and resolves (symlinks followed) inside the scratch directory.
+5. Every file exists, is a regular file, and has the size in bytes.
+6. Every file ends with the Parquet marker ``PAR1``, and the row count in its footer equals ``rows``.
+7. The files together are at most ``output_bytes``.
+
+Unknown keys are ignored, so a later protocol revision can add fields without breaking this reader; a
+path listed twice is refused (its rows would load twice). A result with no files is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeGuard
+
+from rocky_engine.connectors.manifest import PROTOCOL_VERSION
+from rocky_engine.errors import ConnectorError
+
+RESULT_FILE = "_rocky_result.json"
+#: The largest state a connector may save.
+MAX_STATE_BYTES = 1024 * 1024
+#: The largest result document read (it lists files and holds at most 1 MiB of state).
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+PARQUET_MAGIC = b"PAR1"
+
+
+class ResultError(ConnectorError):
+    """A ``_rocky_result.json`` (or a file it lists) that breaks a rule of the protocol."""
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One checked file of the batch."""
+
+    #: the path as the program wrote it (relative to the scratch directory)
+    path: str
+    #: the file it resolves to
+    absolute: Path
+    bytes: int
+    rows: int
+    #: ``(name, arrow type)`` of each column, read from the footer
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ConnectorResult:
+    """A result that passed every check."""
+
+    files: list[ResultFile]
+    state_schema_version: int
+    state_value: Any
+    #: ``state_value`` serialized as it is stored
+    state_json: str
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+
+def serialize_state(value: Any) -> str:
+    """Compact JSON, the stored (and size-checked) form of a state value."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_result(scratch: Path, *, state_schema_version: int, output_bytes: int) -> ConnectorResult:
+    """Read and check ``<scratch>/_rocky_result.json``.
+
+    Raises:
+        ResultError: the first rule the result breaks, in words.
+    """
+    doc = _load(scratch / RESULT_FILE)
+    if "protocol_version" not in doc:
+        raise ResultError(f"{RESULT_FILE} has no protocol_version; write \"protocol_version\": 0")
+    if doc["protocol_version"] != PROTOCOL_VERSION or not _int(doc["protocol_version"]):
+        raise ResultError(
+            f"{RESULT_FILE} has protocol_version {json.dumps(doc['protocol_version'])}; this rocky speaks "
+            "protocol 0 only"
+        )
+    version, value, state_json = _state(doc.get("state"), state_schema_version)
+    files = _files(doc.get("files"), scratch)
+    total = sum(f.bytes for f in files)
+    if total > output_bytes:
+        raise ResultError(f"the files add up to {total} bytes, more than output_bytes ({output_bytes})")
+    return ConnectorResult(files=files, state_schema_version=version, state_value=value,
+                           state_json=state_json)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise ResultError(
+            f"the program exited 0 but wrote no {RESULT_FILE} in its output_dir",
+            hint="write the result file last, after every Parquet file",
+        ) from None
+    except OSError as exc:
+        raise ResultError(f"cannot read {RESULT_FILE}: {exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ResultError(f"{RESULT_FILE} is not a regular file")
+    if st.st_size > MAX_RESULT_BYTES:
+        raise ResultError(f"{RESULT_FILE} is {st.st_size} bytes, more than {MAX_RESULT_BYTES}")
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ResultError(f"{RESULT_FILE} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ResultError(f"{RESULT_FILE} must hold a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def _state(state: Any, expected_version: int) -> tuple[int, Any, str]:
+    if not isinstance(state, dict) or "schema_version" not in state or "value" not in state:
+        raise ResultError(
+            f"{RESULT_FILE} must hold \"state\": {{\"schema_version\": {expected_version}, \"value\": ...}}"
+        )
+    version = state["schema_version"]
+    if not _int(version) or version != expected_version:
+        raise ResultError(
+            f"state.schema_version is {json.dumps(version)}, but the manifest says state_schema_version = "
+            f"{expected_version}",
+            hint="write state in the version the manifest declares (upgrade older state in the program)",
+        )
+    try:
+        text = serialize_state(state["value"])
+    except ValueError as exc:
+        raise ResultError(f"state.value cannot be stored: {exc}") from None
+    size = len(text.encode("utf-8"))
+    if size > MAX_STATE_BYTES:
+        raise ResultError(
+            f"the serialized state is {size} bytes, more than the 1 MiB ({MAX_STATE_BYTES} bytes) allowed",
+            hint="keep a cursor in the state, not data",
+        )
+    return version, state["value"], text
+
+
+def _files(entries: Any, scratch: Path) -> list[ResultFile]:
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list):
+        raise ResultError(f"files in {RESULT_FILE} must be a list")
+    root = scratch.resolve()
+    seen: set[Path] = set()
+    checked: list[tuple[str, Path, int, int]] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ResultError(f"files[{i}] must be an object {{path, bytes, rows}}")
+        path, size, rows = entry.get("path"), entry.get("bytes"), entry.get("rows")
+        if not isinstance(path, str) or not path:
+            raise ResultError(f"files[{i}].path must be a non-empty string")
+        if not _int(size) or size < 0:
+            raise ResultError(f"files[{i}].bytes must be a non-negative integer (path {path!r})")
+        if not _int(rows) or rows < 0:
+            raise ResultError(f"files[{i}].rows must be a non-negative integer (path {path!r})")
+        absolute = _inside(path, root)
+        if absolute in seen:
+            raise ResultError(f"{path!r} is listed twice; its rows would load twice")
+        seen.add(absolute)
+        actual = absolute.stat().st_size
+        if actual != size:
+            raise ResultError(f"{path!r} has {actual} bytes, but the result says {size}")
+        _check_marker(path, absolute, actual)
+        checked.append((path, absolute, int(size), int(rows)))
+    if not checked:
+        return []
+    return [_with_footer(path, absolute, size, rows) for path, absolute, size, rows in checked]
+
+
+def _inside(path: str, root: Path) -> Path:
+    """The file ``path`` names, refused unless it is relative, has no ``..`` and stays in ``root``."""
+    if "\x00" in path:
+        raise ResultError(f"path {path!r} holds a NUL byte")
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        raise ResultError(f"path {path!r} is absolute; paths are relative to output_dir")
+    if ".." in pure.parts:
+        raise ResultError(f"path {path!r} contains '..'; every file must be inside output_dir")
+    candidate = root / pure
+    try:
+        resolved = candidate.resolve(strict=True)
+    except FileNotFoundError:
+        raise ResultError(f"{path!r} does not exist in output_dir") from None
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ResultError(f"{path!r} cannot be resolved: {exc}") from None
+    if resolved != root and root not in resolved.parents:
+        raise ResultError(f"{path!r} resolves to {resolved}, outside output_dir (a symlink out of scratch)")
+    if not resolved.is_file():
+        raise ResultError(f"{path!r} is not a regular file")
+    if resolved == root / RESULT_FILE:
+        raise ResultError(f"{path!r} is the result file itself, not a Parquet file")
+    return resolved
+
+
+def _check_marker(path: str, absolute: Path, size: int) -> None:
+    # 4-byte header + 4-byte footer length + 4-byte trailer is the smallest Parquet file there is.
+    if size < 12:
+        raise ResultError(f"{path!r} is {size} bytes, too small to be a Parquet file")
+    with absolute.open("rb") as fh:
+        fh.seek(-4, os.SEEK_END)
+        tail = fh.read(4)
+    if tail != PARQUET_MAGIC:
+        raise ResultError(f"{path!r} is not a Parquet file (it does not end with the PAR1 marker)")
+
+
+def _with_footer(path: str, absolute: Path, size: int, rows: int) -> ResultFile:
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(absolute)
+        schema = meta.schema.to_arrow_schema()
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a bad footer
+        raise ResultError(f"{path!r} has an unreadable Parquet footer: {exc}") from None
+    if meta.num_rows != rows:
+        raise ResultError(f"{path!r} holds {meta.num_rows} rows in its footer, but the result says {rows}")
+    columns = tuple((field.name, str(field.type)) for field in schema)
+    return ResultFile(path=path, absolute=absolute, bytes=size, rows=rows, columns=columns)

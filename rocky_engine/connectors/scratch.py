@@ -1,0 +1,94 @@
+"""Scratch directories: one per attempt, ``<output_dir>/<run_id>-<attempt>``, readable by its owner only.
+
+The scratch directory is the program's working directory, ``HOME``, ``TMPDIR`` and ``output_dir``, so it
+can hold caches and credential files: mode 0700. Rocky removes exactly one scratch directory at a time,
+never anything else under ``output_uri``:
+
+- a failed attempt's directory, right away;
+- a successful run's directory after the state commit, unless ``keep_scratch = true``;
+- never the directory of a run that failed after its program succeeded (it shows what was, or may have
+  been, loaded).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rocky_engine.errors import ConnectorError
+from rocky_engine.logs import get_logger
+
+log = get_logger("connector")
+
+
+def create_scratch(output_dir: Path, run_id: str, attempt: int) -> Path:
+    """Create ``<output_dir>/<run_id>-<attempt>`` with mode 0700 (the parent is created when missing).
+
+    Raises:
+        ConnectorError: the directory cannot be created (or already exists: run ids never repeat).
+    """
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConnectorError(
+            f"cannot create the connector output directory {output_dir}: {exc}",
+            hint="fix output_uri or the permissions of its parent directory",
+        ) from None
+    path = output_dir / f"{run_id}-{attempt}"
+    try:
+        os.mkdir(path, 0o700)
+        # mkdir's mode is filtered by the umask; set it exactly.
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise ConnectorError(f"cannot create the scratch directory {path}: {exc}") from None
+    return path.absolute()
+
+
+def directory_bytes(path: Path) -> int:
+    """The bytes of every regular file under ``path`` (symlinks are not followed, vanished files skipped)."""
+    total = 0
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+        # directories the program made unreadable are simply not counted (os.walk skips them)
+        del dirs
+    return total
+
+
+def remove_scratch(path: Path) -> bool:
+    """Remove one scratch directory; returns False (with a warning) when something could not be removed.
+
+    Symlinks inside are removed, never followed. Directories the program made read-only are made writable
+    first, so a program cannot make its scratch directory outlive the run by a ``chmod``.
+    """
+    if not path.exists() and not path.is_symlink():
+        return True
+
+    def _retry(func: Callable[..., Any], target: str, _exc: Any) -> None:
+        parent = os.path.dirname(target)
+        try:
+            os.chmod(parent, 0o700)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, 0o700)
+            func(target)
+        except OSError:
+            pass
+
+    try:
+        shutil.rmtree(path, onerror=_retry)  # onexc needs Python 3.12
+    except OSError as exc:
+        log.warning("could not remove scratch directory %s: %s; remove it by hand", path, exc)
+        return False
+    if path.exists():
+        log.warning("could not remove scratch directory %s completely; remove it by hand", path)
+        return False
+    return True

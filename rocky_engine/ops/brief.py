@@ -1,0 +1,396 @@
+"""``rocky brief``: a digest of the estate since a moment, for a person or a failure hook to post.
+
+Sections (CONTRACT section 8), each with ``availability`` = ``available`` | ``no_data`` | ``unavailable``:
+
+- ``runs``: counts by outcome (partial failures apart from total failures) and the failed runs with their
+  failed models or tables;
+- ``drift``: schema drift recorded by the runs of the window;
+- ``freshness``: per pipeline, the age of the latest success against its budget (the smallest model
+  ``max_lag_seconds``, else ``[freshness] expected_lag_seconds`` for a ``freshness = true`` schedule);
+- ``quality``: checks recorded in the window and the ones that failed;
+- ``scheduler``: from the scheduler (paused pipelines, failure streaks, incidents) when it is built in,
+  else ``no_data``.
+
+``--since last`` starts where the previous ``--since last`` brief ended. The cursor lives in the state
+store's metadata table (``brief_cursor``) and advances only after the brief was written out in full
+(``BriefResult.after_emit``), so a brief that failed to render or deliver is repeated, not lost.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Literal
+
+from pydantic import PrivateAttr
+
+from rocky_engine import __version__
+from rocky_engine.errors import StateError, StateLockedError, UsageError
+from rocky_engine.logs import get_logger
+from rocky_engine.ops.brief_md import render_brief_md
+from rocky_engine.output import Result, WireModel
+from rocky_engine.project import Project
+from rocky_engine.state._time import from_db, rfc3339, to_db
+from rocky_engine.state.runs import RunRecord
+from rocky_engine.state.store import StateStore
+
+log = get_logger("brief")
+
+CURSOR_KEY = "brief_cursor"
+DEFAULT_WINDOW = timedelta(hours=24)
+_LISTED = 20
+_SPAN = re.compile(r"^(\d+)\s*([mhd])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+
+Availability = Literal["available", "no_data", "unavailable"]
+
+
+class RunFailure(WireModel):
+    run_id: str
+    status: str
+    started_at: str
+    pipeline: str | None = None
+    failed_models: list[str] = []
+    error: str | None = None
+
+
+class PipelineRuns(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"total", "succeeded", "partial", "failed"})
+
+    pipeline: str
+    total: int
+    succeeded: int
+    partial: int
+    failed: int
+    last_status: str | None = None
+    last_run_id: str | None = None
+
+
+class RunsSection(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "total", "succeeded", "partial", "failed"})
+
+    availability: Availability
+    total: int = 0
+    succeeded: int = 0
+    partial: int = 0
+    failed: int = 0
+    pipelines: list[PipelineRuns] = []
+    failures: list[RunFailure] = []
+    reason: str | None = None
+
+
+class DriftEvent(WireModel):
+    run_id: str
+    table: str
+    action: str
+    reason: str
+    pipeline: str | None = None
+
+
+class DriftSection(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "tables_drifted"})
+
+    availability: Availability
+    tables_drifted: int = 0
+    events: list[DriftEvent] = []
+    reason: str | None = None
+
+
+class FreshnessItem(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"stale"})
+
+    pipeline: str
+    stale: bool
+    last_success_at: str | None = None
+    age_seconds: int | None = None
+    budget_seconds: int | None = None
+
+
+class FreshnessSection(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "stale"})
+
+    availability: Availability
+    stale: int = 0
+    pipelines: list[FreshnessItem] = []
+    reason: str | None = None
+
+
+class QualityFailure(WireModel):
+    run_id: str
+    table: str
+    check: str
+    severity: str | None = None
+
+
+class QualitySection(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "checks_run", "checks_failed"})
+
+    availability: Availability
+    checks_run: int = 0
+    checks_failed: int = 0
+    gate_failed_runs: int = 0
+    failures: list[QualityFailure] = []
+    reason: str | None = None
+
+
+class BriefResult(Result):
+    """``{version, command: "brief", generated_at, since, window, runs, drift, freshness, quality,
+    scheduler}``."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "command", "generated_at", "since", "window", "runs", "drift", "freshness", "quality",
+         "scheduler"}
+    )
+
+    version: str = __version__
+    command: str = "brief"
+    generated_at: str
+    since: str
+    #: what was asked: "last", "24h", "7d", ...
+    window: str
+    runs: RunsSection
+    drift: DriftSection
+    freshness: FreshnessSection
+    quality: QualitySection
+    scheduler: dict[str, Any]
+    _after: Callable[[], None] | None = PrivateAttr(default=None)
+
+    def render_md(self) -> str:
+        return render_brief_md(self)
+
+    def render_table(self) -> str:
+        return render_brief_md(self)
+
+    def after_emit(self) -> None:
+        """Called once the document was written out: advances the ``--since last`` cursor."""
+        if self._after is not None:
+            self._after()
+
+
+def parse_since(spec: str | None, *, now: datetime, cursor: str | None) -> tuple[datetime, str]:
+    """The start of the window and its label.
+
+    Raises:
+        UsageError: ``spec`` is not ``last``, ``<N>m``/``<N>h``/``<N>d`` or an ISO date / RFC 3339 time.
+    """
+    spec = (spec or "24h").strip()
+    if spec == "last":
+        if cursor:
+            return from_db(cursor), "last"
+        return now - DEFAULT_WINDOW, "last"
+    match = _SPAN.match(spec)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))}), spec
+    try:
+        moment = datetime.fromisoformat(spec.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--since '{spec}' is not understood",
+            hint="use last, a span like 24h / 7d / 90m, or a date (2026-05-01) / RFC 3339 time",
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), spec
+
+
+def build_brief(
+    project: Project, *, since_spec: str | None, now: datetime | None = None, store_path: Any = None
+) -> BriefResult:
+    """Read the state store and build the brief (the store is opened read-only)."""
+    moment = now or datetime.now(UTC)
+    path = store_path or project.state_path()
+    try:
+        store = StateStore.open(path, writer=False)
+    except StateError as exc:
+        since, label = parse_since(since_spec, now=moment, cursor=None)
+        return _unavailable(moment, since, label, str(exc))
+    with store:
+        since, label = parse_since(since_spec, now=moment, cursor=store.get_meta(CURSOR_KEY))
+        runs = store.runs.list(limit=None, since=since)
+        result = BriefResult(
+            generated_at=rfc3339(moment),
+            since=rfc3339(since),
+            window=label,
+            runs=runs_section(runs),
+            drift=drift_section(runs),
+            freshness=freshness_section(project, store, moment),
+            quality=quality_section(store, since, runs),
+            scheduler=scheduler_section(project, store, since),
+        )
+    if label == "last":
+        result._after = lambda: advance_cursor(path, moment)
+    return result
+
+
+def advance_cursor(path: Any, moment: datetime) -> None:
+    """Store ``moment`` as the start of the next ``--since last`` window (best effort, warned about)."""
+    try:
+        with StateStore.open(path, writer=True) as store:
+            store.set_meta(CURSOR_KEY, to_db(moment))
+    except StateLockedError:
+        log.warning("brief cursor not advanced: another rocky process holds the state store; the next "
+                    "`rocky brief --since last` covers this window again")
+    except StateError as exc:
+        log.warning("brief cursor not advanced: %s", exc)
+
+
+def _unavailable(now: datetime, since: datetime, label: str, reason: str) -> BriefResult:
+    return BriefResult(
+        generated_at=rfc3339(now), since=rfc3339(since), window=label,
+        runs=RunsSection(availability="unavailable", reason=reason),
+        drift=DriftSection(availability="unavailable", reason=reason),
+        freshness=FreshnessSection(availability="unavailable", reason=reason),
+        quality=QualitySection(availability="unavailable", reason=reason),
+        scheduler={"availability": "unavailable", "reason": reason},
+    )
+
+
+# --- sections -------------------------------------------------------------------------------------------
+
+
+def runs_section(runs: list[RunRecord]) -> RunsSection:
+    if not runs:
+        return RunsSection(availability="no_data")
+    by_pipeline: dict[str, PipelineRuns] = {}
+    section = RunsSection(availability="available", total=len(runs))
+    for run in reversed(runs):  # oldest first, so "last" ends on the newest
+        name = run.pipeline or "(unnamed)"
+        entry = by_pipeline.setdefault(
+            name, PipelineRuns(pipeline=name, total=0, succeeded=0, partial=0, failed=0)
+        )
+        entry.total += 1
+        entry.last_status, entry.last_run_id = run.status, run.run_id
+        if run.status == "Success":
+            entry.succeeded += 1
+            section.succeeded += 1
+        elif run.status == "PartialFailure":
+            entry.partial += 1
+            section.partial += 1
+        else:
+            entry.failed += 1
+            section.failed += 1
+    section.pipelines = sorted(by_pipeline.values(), key=lambda p: p.pipeline)
+    section.failures = [_failure(r) for r in runs if r.status != "Success"][:_LISTED]
+    return section
+
+
+def _failure(run: RunRecord) -> RunFailure:
+    errors = run.extra.get("errors") or []
+    failed = [".".join(e.get("asset_key") or []) or "(run)" for e in errors if isinstance(e, dict)]
+    if not failed:
+        failed = [m.model_name for m in run.models_executed if m.status not in ("success", "skipped")]
+    first = next((str(e.get("error")) for e in errors if isinstance(e, dict) and e.get("error")), None)
+    if first is None and run.extra.get("check_gate_failed"):
+        first = "an error-severity check failed"
+    return RunFailure(
+        run_id=run.run_id, status=run.status, started_at=rfc3339(run.started_at), pipeline=run.pipeline,
+        failed_models=failed, error=(first[:300] if first else None),
+    )
+
+
+def drift_section(runs: list[RunRecord]) -> DriftSection:
+    if not runs:
+        return DriftSection(availability="no_data")
+    section = DriftSection(availability="available")
+    for run in runs:
+        drift = run.extra.get("drift")
+        if not isinstance(drift, dict):
+            continue
+        section.tables_drifted += int(drift.get("tables_drifted") or 0)
+        for action in drift.get("actions_taken") or []:
+            if isinstance(action, dict) and len(section.events) < _LISTED:
+                section.events.append(
+                    DriftEvent(run_id=run.run_id, pipeline=run.pipeline, table=str(action.get("table", "")),
+                               action=str(action.get("action", "")), reason=str(action.get("reason", "")))
+                )
+    return section
+
+
+def freshness_section(project: Project, store: StateStore, now: datetime) -> FreshnessSection:
+    items: list[FreshnessItem] = []
+    for name, pipeline in project.config.pipelines.items():
+        if pipeline.type == "load":
+            continue
+        budget = _budget(project, name)
+        latest = store.runs.latest(name, "Success")
+        finished = (latest.finished_at or latest.started_at) if latest is not None else None
+        age = int((now - finished).total_seconds()) if finished is not None else None
+        stale = budget is not None and (age is None or age > budget)
+        if finished is None and budget is None:
+            items.append(FreshnessItem(pipeline=name, stale=False))
+            continue
+        items.append(
+            FreshnessItem(
+                pipeline=name, stale=stale, budget_seconds=budget, age_seconds=age,
+                last_success_at=rfc3339(finished) if finished is not None else None,
+            )
+        )
+    if not any(i.last_success_at or i.budget_seconds for i in items):
+        return FreshnessSection(availability="no_data", pipelines=items)
+    return FreshnessSection(availability="available", stale=sum(i.stale for i in items), pipelines=items)
+
+
+def _budget(project: Project, name: str) -> int | None:
+    pipeline = project.config.pipeline(name)
+    lags: list[int] = []
+    if pipeline.type == "transformation":
+        try:
+            models = project.load_models(name)
+        except Exception:  # a model that does not load is validate's business, not the digest's
+            models = None
+        if models is not None:
+            lags = [m.max_lag_seconds for m in models.models.values() if m.max_lag_seconds]
+    if lags:
+        return min(lags)
+    if pipeline.schedule is not None and pipeline.schedule.freshness:
+        return project.config.freshness.expected_lag_seconds
+    return None
+
+
+def quality_section(store: StateStore, since: datetime, runs: list[RunRecord]) -> QualitySection:
+    rows = store.query(
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN passed = 0 THEN 1 ELSE 0 END), 0) FROM check_history "
+        "WHERE recorded_at >= ?",
+        (to_db(since),),
+    )
+    total, failed = int(rows[0][0]), int(rows[0][1])
+    gate = sum(1 for r in runs if r.extra.get("check_gate_failed"))
+    if total == 0 and gate == 0:
+        return QualitySection(availability="no_data")
+    failures = [
+        QualityFailure(run_id=str(r["run_id"]), table=str(r["table_key"]), check=str(r["check_name"]),
+                       severity=r["severity"])
+        for r in store.query(
+            "SELECT run_id, table_key, check_name, severity FROM check_history "
+            "WHERE recorded_at >= ? AND passed = 0 ORDER BY recorded_at DESC, id DESC LIMIT ?",
+            (to_db(since), _LISTED),
+        )
+    ]
+    return QualitySection(
+        availability="available", checks_run=total, checks_failed=failed, gate_failed_runs=gate,
+        failures=failures,
+    )
+
+
+def scheduler_section(project: Project, store: StateStore, since: datetime) -> dict[str, Any]:
+    """The scheduler's own digest when the scheduler package provides one, else ``no_data``."""
+    try:
+        module = importlib.import_module("rocky_engine.schedule.health")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("rocky_engine.schedule.health", "rocky_engine.schedule"):
+            raise
+        return {"availability": "no_data"}
+    provider = getattr(module, "scheduler_brief", None)
+    if provider is None:
+        return {"availability": "no_data"}
+    section = provider(project, store, since)
+    if isinstance(section, WireModel):
+        data = section.wire()
+    elif hasattr(section, "model_dump"):
+        data = section.model_dump(mode="json", exclude_none=True)
+    elif isinstance(section, dict):
+        data = dict(section)
+    else:
+        return {"availability": "no_data"}
+    data.setdefault("availability", "available")
+    return data

@@ -1,0 +1,425 @@
+"""``rocky ci``: validate, compile, build every model with zero rows, run the assertions; no warehouse writes.
+
+The build happens in a scratch in-memory DuckDB. Each model becomes ``CREATE TABLE rocky_ci.<schema>.
+<table> AS SELECT * FROM (<compiled SQL>) LIMIT 0``: the binder checks every table, column and function the
+model uses, and no row is read. References between models point at the scratch copies. Source tables
+resolve against the real DuckDB warehouse when its file exists: it is ATTACHed ``READ_ONLY`` (DuckDB
+refuses any write to it), so CI sees the real source schemas and cannot change them. Without that file (a
+fresh checkout, a PostgreSQL warehouse) a model that reads a source cannot be built; it is syntax-checked
+with DuckDB's parser instead and reported as an advisory warning, as are the models downstream of it.
+
+Assertions of each transformation pipeline then run against the empty scratch tables: a row-level
+assertion proves its SQL binds (a missing column is an error); a table-level one (``row_count_range``,
+``aggregate``) needs data, so only its SQL is checked and it counts as skipped.
+
+Outcome (``exit_code`` in the JSON): 1 when anything is an error (the process exits 1), 4 when
+everything passed with advisory warnings, 0 otherwise (both exit 0; read the field to act on warnings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rocky_engine import __version__
+from rocky_engine.errors import ModelError, RockyError, UsageError
+from rocky_engine.output import Result, WireModel, render_rows
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from rocky_engine.config import RockyConfig, TransformationPipeline
+    from rocky_engine.models import ModelSet
+    from rocky_engine.run.compile import ResolvedTarget
+
+Severity = Literal["error", "warning", "info"]
+SCRATCH = "rocky_ci"
+
+
+class CiDiagnostic(WireModel):
+    severity: Severity
+    code: str
+    message: str
+    pipeline: str | None = None
+    model: str | None = None
+
+
+class CiResult(Result):
+    """``{version, command: "ci", exit_code, compile_ok, tests_ok, models_compiled, models_built,
+    tests_passed, tests_failed, tests_skipped, diagnostics[]}``."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "command", "exit_code", "compile_ok", "tests_ok", "models_compiled", "models_built",
+         "tests_passed", "tests_failed", "tests_skipped", "diagnostics"}
+    )
+
+    version: str = __version__
+    command: str = "ci"
+    ci_exit_code: int = Field(alias="exit_code")
+    compile_ok: bool
+    tests_ok: bool
+    models_compiled: int = 0
+    models_built: int = 0
+    tests_passed: int = 0
+    tests_failed: int = 0
+    tests_skipped: int = 0
+    diagnostics: list[CiDiagnostic] = []
+
+    def exit_code(self) -> int:
+        # 4 lives only in the JSON: advisory warnings must not fail a CI step that checks $?.
+        return 1 if self.ci_exit_code == 1 else 0
+
+    def render_table(self) -> str:
+        verdict = {0: "passed", 4: "passed with warnings", 1: "FAILED"}[self.ci_exit_code]
+        head = (
+            f"rocky ci: {verdict} (exit_code {self.ci_exit_code}): {self.models_compiled} compiled, "
+            f"{self.models_built} built, tests {self.tests_passed} passed / {self.tests_failed} failed / "
+            f"{self.tests_skipped} skipped\n"
+        )
+        if not self.diagnostics:
+            return head
+        rows = [[d.severity, d.code, d.pipeline or "", d.model or "", d.message] for d in self.diagnostics]
+        return head + render_rows(None, ["severity", "code", "pipeline", "model", "message"], rows)
+
+
+@dataclass
+class _Tally:
+    diagnostics: list[CiDiagnostic] = field(default_factory=list)
+    compiled: int = 0
+    built: int = 0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    compile_errors: int = 0
+
+    def add(self, severity: Severity, code: str, message: str, pipeline: str | None = None,
+            model: str | None = None) -> None:
+        self.diagnostics.append(CiDiagnostic(severity=severity, code=code, message=message, pipeline=pipeline,
+                                             model=model))
+
+
+def run_ci(
+    config_path: Path,
+    *,
+    pipeline: str | None = None,
+    variables: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> CiResult:
+    """Everything ``rocky ci`` does.
+
+    Raises:
+        UsageError: ``pipeline`` is not a transformation pipeline of the project.
+    """
+    import os
+
+    from rocky_engine.config.loader import load_config
+    from rocky_engine.config.validation import run_validation
+
+    env = os.environ if environ is None else environ
+    tally = _Tally()
+    validation = run_validation(config_path, env=env)
+    for m in validation.messages:
+        tally.add(m.severity, m.code, m.message + (f" [{m.field}]" if m.field else ""))
+    if not validation.valid:
+        return _result(tally)
+    config = load_config(config_path, env=env)
+    names = _pipelines(config, pipeline)
+    for name in names:
+        _check_pipeline(config, name, tally, dict(variables or {}), env, now or datetime.now(UTC))
+    for name, p in config.pipelines.items():
+        if p.type == "quality" and pipeline is None:
+            tally.add("info", "C007", "quality pipelines check warehouse data; not run by rocky ci", name)
+    return _result(tally)
+
+
+def _pipelines(config: RockyConfig, requested: str | None) -> list[str]:
+    names = [n for n, p in config.pipelines.items() if p.type == "transformation"]
+    if requested is None:
+        return names
+    if requested not in names:
+        raise UsageError(
+            f"'{requested}' is not a transformation pipeline",
+            hint=f"transformation pipelines: {', '.join(names) or '(none)'}",
+        )
+    return [requested]
+
+
+def _result(tally: _Tally) -> CiResult:
+    errors = sum(d.severity == "error" for d in tally.diagnostics)
+    warnings = sum(d.severity == "warning" for d in tally.diagnostics)
+    code = 1 if errors else 4 if warnings else 0
+    return CiResult(
+        exit_code=code,
+        compile_ok=tally.compile_errors == 0 and not any(d.code.startswith("V") and d.severity == "error"
+                                                         for d in tally.diagnostics),
+        tests_ok=tally.failed == 0,
+        models_compiled=tally.compiled,
+        models_built=tally.built,
+        tests_passed=tally.passed,
+        tests_failed=tally.failed,
+        tests_skipped=tally.skipped,
+        diagnostics=tally.diagnostics,
+    )
+
+
+# --- one pipeline ---------------------------------------------------------------------------------------
+
+
+def _check_pipeline(
+    config: RockyConfig, name: str, tally: _Tally, variables: dict[str, str], env: Mapping[str, str],
+    now: datetime,
+) -> None:
+    from rocky_engine.models import load_models
+
+    pipeline: TransformationPipeline = config.pipeline(name)  # type: ignore[assignment]
+    try:
+        model_set = load_models(pipeline.models, config.root, env)
+    except RockyError as exc:
+        tally.add("error", "C009", f"models cannot be loaded: {exc}", name)
+        tally.compile_errors += 1
+        return
+    from rocky_engine.config import DuckDbAdapterConfig, PostgresAdapterConfig
+
+    adapter_cfg = config.adapter(pipeline.target.adapter)
+    warehouse: Path | None = None
+    catalog = "warehouse"
+    if isinstance(adapter_cfg, DuckDbAdapterConfig):
+        warehouse, catalog = adapter_cfg.resolved_path(config.root), adapter_cfg.catalog
+    elif isinstance(adapter_cfg, PostgresAdapterConfig):
+        catalog = adapter_cfg.catalog
+    targets = _scratch_targets(model_set, catalog)
+    compiled = _compile_all(model_set, targets, variables, name, tally)
+    scratch = _Scratch(name, adapter_cfg.type, warehouse, catalog, tally)
+    try:
+        built = scratch.build_all(model_set, targets, compiled)
+        _run_assertions(pipeline, model_set, targets, built, scratch, name, tally, now)
+    finally:
+        scratch.close()
+
+
+def _scratch_targets(model_set: ModelSet, catalog: str) -> dict[str, ResolvedTarget]:
+    from rocky_engine.adapters.base import quote_ident
+    from rocky_engine.run.compile import ResolvedTarget
+
+    targets: dict[str, ResolvedTarget] = {}
+    for name, model in model_set.models.items():
+        schema = model.target.schema or "main"
+        table = model.target.table or name
+        qualified = ".".join(quote_ident(p) for p in (SCRATCH, schema, table))
+        # catalog/schema/table keep the real names (assertions match on them); SQL points at the scratch.
+        targets[name] = ResolvedTarget(model.target.catalog or catalog, schema, table, qualified)
+    return targets
+
+
+def _compile_all(
+    model_set: ModelSet, targets: dict[str, ResolvedTarget], variables: dict[str, str], pipeline: str,
+    tally: _Tally,
+) -> dict[str, str]:
+    from rocky_engine.run.compile import compile_model
+
+    compiled: dict[str, str] = {}
+    for name in model_set.order:
+        if model_set.models[name].strategy.type == "ephemeral":
+            continue
+        try:
+            compiled[name] = compile_model(name, model_set, targets, variables)
+        except ModelError as exc:
+            tally.compile_errors += 1
+            tally.add("error", "C002", f"does not compile: {exc}", pipeline, name)
+            continue
+        tally.compiled += 1
+    return compiled
+
+
+class _Scratch:
+    """The in-memory DuckDB the models are built in, with the real warehouse attached read-only."""
+
+    def __init__(self, pipeline: str, adapter_type: str, warehouse: Path | None, catalog: str,
+                 tally: _Tally) -> None:
+        import duckdb
+
+        self.pipeline = pipeline
+        self.tally = tally
+        self.dialect_note = "" if adapter_type == "duckdb" else (
+            f" (built with DuckDB; the warehouse is {adapter_type}, so dialect differences are advisory)"
+        )
+        self.strict = adapter_type == "duckdb"
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
+        self.con.execute(f"ATTACH ':memory:' AS {SCRATCH}")
+        self.sources = False
+        if warehouse is not None and warehouse.exists():
+            self._attach(warehouse, catalog)
+        elif adapter_type == "duckdb":
+            where = "an in-memory warehouse" if warehouse is None else f"{warehouse} does not exist"
+            tally.add("warning", "C008", f"source tables cannot be checked: {where}; models that read "
+                      "sources are only syntax-checked", pipeline)
+        else:
+            tally.add("warning", "C008", f"source tables cannot be checked: the warehouse is {adapter_type}; "
+                      "models that read sources are only syntax-checked", pipeline)
+
+    def _attach(self, warehouse: Path, catalog: str) -> None:
+        import duckdb
+
+        from rocky_engine.adapters.base import quote_ident
+        from rocky_engine.checks.sql import sql_literal
+
+        try:
+            self.con.execute(f"ATTACH {sql_literal(str(warehouse))} AS {quote_ident(catalog)} (READ_ONLY)")
+            self.con.execute(f"USE {quote_ident(catalog)}")
+        except duckdb.Error as exc:
+            locked = "lock" in str(exc).lower()
+            reason = "it is locked by a running process" if locked else _first_line(exc)
+            self.tally.add("warning", "C008", f"cannot attach {warehouse} read-only ({reason}); models that "
+                           "read sources are only syntax-checked", self.pipeline)
+            return
+        self.sources = True
+
+    def build_all(
+        self, model_set: ModelSet, targets: dict[str, ResolvedTarget], compiled: dict[str, str]
+    ) -> set[str]:
+        """Build every compiled model in DAG order; the names that were built."""
+        import duckdb
+
+        from rocky_engine.adapters.base import quote_ident
+
+        built: set[str] = set()
+        blocked: set[str] = set()
+        schemas: set[str] = set()
+        for name in model_set.order:
+            if name not in compiled:
+                if model_set.models[name].strategy.type != "ephemeral":
+                    blocked.add(name)
+                continue
+            upstream = _real_upstream(model_set, name)
+            missing = sorted(d for d in upstream if d in blocked)
+            if missing:
+                blocked.add(name)
+                self._parse_only(name, compiled[name])
+                self.tally.add("warning", "C005", f"not built: upstream not built: {', '.join(missing)}",
+                               self.pipeline, name)
+                continue
+            target = targets[name]
+            if target.schema not in schemas:
+                self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCRATCH}.{quote_ident(target.schema)}")
+                schemas.add(target.schema)
+            try:
+                self.con.execute(
+                    f"CREATE TABLE {target.qualified} AS SELECT * FROM ({compiled[name]}) AS rocky_ci_model "
+                    "LIMIT 0"
+                )
+            except duckdb.CatalogException as exc:
+                blocked.add(name)
+                self._missing_table(name, compiled[name], exc)
+                continue
+            except duckdb.Error as exc:
+                blocked.add(name)
+                severity: Severity = "error" if self.strict else "warning"
+                self.tally.add(severity, "C003", f"does not build: {_first_line(exc)}{self.dialect_note}",
+                               self.pipeline, name)
+                continue
+            built.add(name)
+            self.tally.built += 1
+        return built
+
+    def _missing_table(self, name: str, sql: str, exc: Exception) -> None:
+        if self.sources and self.strict:
+            self.tally.add(
+                "error", "C003",
+                f"does not build: {_first_line(exc)} (neither the warehouse nor a model has it)",
+                self.pipeline, name,
+            )
+            return
+        if self._parse_only(name, sql):
+            self.tally.add("warning", "C004", f"not built: reads a table CI cannot see ({_first_line(exc)})",
+                           self.pipeline, name)
+
+    def _parse_only(self, name: str, sql: str) -> bool:
+        """Syntax-check ``sql`` with DuckDB's parser; False (and a diagnostic) when it does not parse."""
+        import json
+
+        row = self.con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+        doc = json.loads(row[0]) if row else {}
+        if not doc.get("error"):
+            return True
+        severity: Severity = "error" if self.strict else "warning"
+        message = str(doc.get("error_message", "syntax error"))
+        self.tally.add(severity, "C003", f"does not parse: {message}{self.dialect_note}", self.pipeline, name)
+        return False
+
+    def session(self) -> Any:
+        from rocky_engine.adapters.duckdb_adapter import DuckDbSession
+
+        return DuckDbSession(self.con.cursor())
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _real_upstream(model_set: ModelSet, name: str) -> set[str]:
+    """Dependencies of ``name``, looking through ephemeral models (which are inlined, never built)."""
+    out: set[str] = set()
+    stack = list(model_set.models[name].depends_on)
+    seen: set[str] = set()
+    while stack:
+        dep = stack.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        if model_set.models[dep].strategy.type == "ephemeral":
+            stack.extend(model_set.models[dep].depends_on)
+        else:
+            out.add(dep)
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- assertions -----------------------------------------------------------------------------------------
+
+
+def _run_assertions(
+    pipeline: TransformationPipeline, model_set: ModelSet, targets: dict[str, ResolvedTarget],
+    built: set[str], scratch: _Scratch, name: str, tally: _Tally, now: datetime,
+) -> None:
+    from rocky_engine.checks.assertions import TABLE_LEVEL, assertion_applies, run_assertion
+
+    session = scratch.session()
+    try:
+        for assertion in pipeline.checks.assertions:
+            label = assertion.display_name
+            models = [m for m in model_set.order
+                      if m in targets and assertion_applies(assertion.table, targets[m].asset_key)]
+            if not models:
+                tally.skipped += 1
+                tally.add("info", "C007", f"assertion {label} on {assertion.table}: not a model of this "
+                          "pipeline; not run in CI", name)
+                continue
+            for model in models:
+                if model not in built:
+                    tally.skipped += 1
+                    continue
+                check = run_assertion(session, assertion, targets[model].qualified, now)
+                if check.get("error"):
+                    tally.failed += 1
+                    message = f"assertion {label} does not run: {check['error']}"
+                    tally.add("error", "C006", message, name, model)
+                elif assertion.type in TABLE_LEVEL:
+                    tally.skipped += 1
+                    message = f"assertion {label} needs data; its SQL was checked"
+                    tally.add("info", "C007", message, name, model)
+                elif check.get("passed"):
+                    tally.passed += 1
+                else:  # pragma: no cover - an empty table has no failing rows
+                    tally.failed += 1
+                    tally.add("error", "C006", f"assertion {label} failed", name, model)
+    finally:
+        session.close()

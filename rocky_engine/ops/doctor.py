@@ -1,0 +1,340 @@
+"""``rocky doctor``: health checks for a pre-flight, a cron of their own, or a person (CONTRACT section 8).
+
+Checks, in order: ``config``, ``state``, ``state_schema``, ``adapters``, ``pipelines``, ``auth``,
+``scheduler`` (only when some pipeline has a ``[schedule]``), and ``state_rw`` / ``state_concurrency``
+(only on a remote ``[state] backend``). Severity rules from the seed:
+
+- config problems and an unreachable warehouse (or rejected credentials) are Critical: a run would fail;
+- a degraded or unreadable local state store is a Warning: a run can still start (and recreate it);
+- a wedged scheduler (tick.lock held, heartbeat stale) is Critical, a timer that looks dead a Warning.
+
+Any Critical makes the command exit 3. When rocky.toml does not load, the checks that need it are left
+out (or, when asked for with ``--check``, reported Critical with the reason).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar, Literal
+from urllib.parse import quote
+
+from rocky_engine import __version__
+from rocky_engine.errors import ConfigError, RockyError, StateError, StateSchemaError, UsageError
+from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.project import Project, load_project
+
+Status = Literal["healthy", "warning", "critical"]
+CHECK_NAMES: tuple[str, ...] = (
+    "config", "state", "state_schema", "adapters", "pipelines", "auth", "scheduler", "state_rw",
+    "state_concurrency",
+)
+#: checks that apply only to a remote ``[state] backend`` (run when one is configured, or when asked)
+REMOTE_CHECKS: tuple[str, ...] = ("state_rw", "state_concurrency")
+_RANK: dict[str, int] = {"healthy": 0, "warning": 1, "critical": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one check concluded."""
+
+    status: Status
+    message: str
+    suggestions: tuple[str, ...] = ()
+
+
+def worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=lambda s: _RANK[s], default="healthy")
+
+
+class DoctorCheck(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"name", "status", "message", "duration_ms"})
+
+    name: str
+    status: Status
+    message: str
+    duration_ms: int
+
+
+class DoctorResult(Result):
+    """``{command: "doctor", overall, checks[], suggestions[]}``; exit 3 on any Critical."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "overall", "checks", "suggestions"})
+
+    version: str = __version__
+    command: str = "doctor"
+    overall: Status
+    checks: list[DoctorCheck]
+    suggestions: list[str] = []
+
+    def exit_code(self) -> int:
+        return 3 if self.overall == "critical" else 0
+
+    def render_table(self) -> str:
+        marks = {"healthy": "ok", "warning": "WARN", "critical": "CRIT"}
+        rows = [[c.name, marks[c.status], c.message] for c in self.checks]
+        text = render_rows(f"rocky doctor: {self.overall}", ["check", "status", "message"], rows)
+        if self.suggestions:
+            text += "\nsuggestions:\n" + "".join(f"  - {s}\n" for s in self.suggestions)
+        return text
+
+    def render_md(self) -> str:
+        rows = [[c.name, c.status, c.message] for c in self.checks]
+        text = f"**rocky doctor**: {self.overall}\n\n" + md_table(["check", "status", "message"], rows)
+        if self.suggestions:
+            text += "\n" + "".join(f"- {s}\n" for s in self.suggestions)
+        return text
+
+
+def run_doctor(
+    config_path: Path,
+    *,
+    state_path: str | None = None,
+    state_namespace: str | None = None,
+    only: str | None = None,
+    now: datetime | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> DoctorResult:
+    """Run every check (or only ``only``) and return the report.
+
+    Raises:
+        UsageError: ``only`` is not a check name.
+    """
+    if only is not None and only not in CHECK_NAMES:
+        raise UsageError(f"unknown check '{only}'", hint=f"valid checks: {', '.join(CHECK_NAMES)}")
+    from rocky_engine.state.location import project_state_path
+
+    env = os.environ if environ is None else environ
+    checks: list[DoctorCheck] = []
+    suggestions: list[str] = []
+
+    def record(name: str, fn: Callable[[], Finding]) -> None:
+        t0 = time.perf_counter()
+        try:
+            finding = fn()
+        except RockyError as exc:  # a check that could not finish says why instead of crashing doctor
+            finding = Finding("critical", str(exc))
+        checks.append(
+            DoctorCheck(name=name, status=finding.status, message=finding.message,
+                        duration_ms=int((time.perf_counter() - t0) * 1000))
+        )
+        suggestions.extend(s for s in finding.suggestions if s not in suggestions)
+
+    project: Project | None = None
+    load_error: str | None = None
+    t0 = time.perf_counter()
+    try:
+        project = load_project(config_path, state_path=state_path, state_namespace=state_namespace, env=env)
+    except ConfigError as exc:
+        load_error = str(exc)
+    load_ms = int((time.perf_counter() - t0) * 1000)
+
+    if only in (None, "config"):
+        finding = check_config(project, load_error)
+        checks.append(DoctorCheck(name="config", status=finding.status, message=finding.message,
+                                  duration_ms=load_ms))
+        suggestions.extend(finding.suggestions)
+    store_file = project.state_path() if project is not None else project_state_path(
+        config_path, state_path, state_namespace
+    )
+    on_mismatch = project.config.state.on_schema_mismatch if project is not None else "recreate"
+    if only in (None, "state"):
+        record("state", lambda: check_state(store_file))
+    if only in (None, "state_schema"):
+        record("state_schema", lambda: check_state_schema(store_file, on_mismatch))
+    if project is None:
+        if only not in (None, "config", "state", "state_schema"):
+            record(only, lambda: Finding("critical", f"not checked: rocky.toml does not load ({load_error})"))
+        return _result(checks, suggestions)
+    loaded: Project = project  # narrowed once, for the lambdas below
+    if only in (None, "adapters"):
+        from rocky_engine.ops.doctor_warehouse import check_adapters
+
+        record("adapters", lambda: check_adapters(loaded.config))
+    if only in (None, "pipelines"):
+        record("pipelines", lambda: check_pipelines(loaded, store_file, env))
+    if only in (None, "auth"):
+        from rocky_engine.ops.doctor_warehouse import check_auth
+
+        record("auth", lambda: check_auth(loaded.config))
+    scheduled = any(p.schedule is not None for p in loaded.config.pipelines.values())
+    if only == "scheduler" or (only is None and scheduled):
+        from rocky_engine.ops.doctor_scheduler import check_scheduler
+
+        record("scheduler", lambda: check_scheduler(loaded, store_file, now))
+    remote = loaded.config.state.backend != "local"
+    for name in REMOTE_CHECKS:
+        if only == name or (only is None and remote):
+            record(name, functools.partial(check_remote_state, loaded, name))
+    return _result(checks, suggestions)
+
+
+def _result(checks: list[DoctorCheck], suggestions: list[str]) -> DoctorResult:
+    return DoctorResult(overall=worst([c.status for c in checks]), checks=checks, suggestions=suggestions)
+
+
+# --- config ---------------------------------------------------------------------------------------------
+
+
+def check_config(project: Project | None, load_error: str | None) -> Finding:
+    """rocky.toml loads and its cross-references hold; warnings (unknown hook keys) are a Warning."""
+    if project is None:
+        return Finding(
+            "critical", f"rocky.toml does not load: {load_error}",
+            ("fix rocky.toml; `rocky validate` lists every problem",),
+        )
+    from rocky_engine.config.validation import validate_config
+
+    messages = validate_config(project.config)
+    errors = [m for m in messages if m.severity == "error"]
+    warnings = [m for m in messages if m.severity == "warning"]
+    cfg = project.config
+    summary = f"{len(cfg.adapters)} adapter(s), {len(cfg.pipelines)} pipeline(s)"
+    if errors:
+        first = errors[0]
+        return Finding(
+            "critical",
+            f"{len(errors)} config error(s); first: {first.code} {first.message}",
+            ("run `rocky validate` and fix every error it reports",),
+        )
+    if warnings:
+        return Finding(
+            "warning",
+            f"{summary}; {len(warnings)} warning(s); first: {warnings[0].message}",
+            ("run `rocky validate` to see the warnings",),
+        )
+    return Finding("healthy", f"{summary}; no problems")
+
+
+# --- state ----------------------------------------------------------------------------------------------
+
+
+def check_state(path: Path) -> Finding:
+    """The local state store opens and passes SQLite's quick check; degraded or unreadable is a Warning."""
+    from rocky_engine.state.store import StateStore
+
+    if not path.exists():
+        if path.parent.exists() and not os.access(path.parent, os.W_OK):
+            return Finding(
+                "warning", f"no state store at {path}, and its directory is not writable",
+                (f"make {path.parent} writable by the user that runs rocky",),
+            )
+        return Finding("healthy", f"no state store yet at {path}; the first run creates it")
+    try:
+        with StateStore.open(path, writer=False) as store:
+            problems = [str(r[0]) for r in store.query("PRAGMA quick_check")]
+            runs = int(store.query("SELECT COUNT(*) FROM run_history")[0][0])
+    except StateSchemaError:
+        return Finding("warning", f"state store at {path} is newer than this engine (see state_schema)")
+    except StateError as exc:
+        return Finding(
+            "warning", f"state store is unreadable: {exc}",
+            (f"move it aside (mv {path} {path}.corrupt); the next run starts a fresh store",),
+        )
+    if problems != ["ok"]:
+        return Finding(
+            "warning", f"state store at {path} is damaged: {'; '.join(problems[:3])}",
+            (f"restore a backup of {path}, or move it aside to start fresh",),
+        )
+    if not os.access(path.parent, os.W_OK):
+        return Finding(
+            "warning", f"state store at {path} is readable but its directory is not writable",
+            (f"make {path.parent} writable by the user that runs rocky",),
+        )
+    return Finding("healthy", f"{path} readable, {runs} run(s) recorded")
+
+
+def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
+    """The store's schema version against this engine's."""
+    from rocky_engine.state.schema import SCHEMA_VERSION
+
+    if not path.exists():
+        return Finding("healthy", f"no state store yet; this engine writes schema version {SCHEMA_VERSION}")
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
+        finally:
+            conn.close()
+        version = int(row[0]) if row is not None else 0
+    except (sqlite3.Error, ValueError, TypeError) as exc:
+        return Finding("warning", f"cannot read the schema version of {path}: {exc}")
+    if version == SCHEMA_VERSION:
+        return Finding("healthy", f"schema version {version} (current)")
+    if version < SCHEMA_VERSION:
+        return Finding(
+            "healthy", f"schema version {version}; the next write migrates it to {SCHEMA_VERSION}"
+        )
+    if on_schema_mismatch == "fail":
+        return Finding(
+            "critical",
+            f"schema version {version} is newer than this engine ({SCHEMA_VERSION}) and "
+            "on_schema_mismatch = \"fail\": runs will refuse to start",
+            ("upgrade rocky on this host, or restore the pre-upgrade copy of the store",),
+        )
+    return Finding(
+        "warning",
+        f"schema version {version} is newer than this engine ({SCHEMA_VERSION}); runs start from a fresh "
+        "local state (on_schema_mismatch = \"recreate\")",
+        ("upgrade rocky on this host so it reads the store's history and watermarks",),
+    )
+
+
+def check_remote_state(project: Project, name: str) -> Finding:
+    """``state_rw`` (a put/get/delete probe) or ``state_concurrency`` (the overlap case, no I/O)."""
+    from rocky_engine.state.remote.health import check_state_concurrency, check_state_rw
+
+    state = project.config.state
+    found = (check_state_rw(state, project.state_namespace) if name == "state_rw"
+             else check_state_concurrency(state))
+    return Finding(found.status, found.message, tuple(found.suggestions))
+
+
+# --- pipelines ------------------------------------------------------------------------------------------
+
+
+def check_pipelines(project: Project, store_file: Path, env: Mapping[str, str]) -> Finding:
+    """Every transformation pipeline's models load; a pipeline whose latest run failed is a Warning."""
+    from rocky_engine.state.store import StateStore
+
+    cfg = project.config
+    if not cfg.pipelines:
+        return Finding("warning", "no pipelines are defined", ("add a [pipeline.<name>] table",))
+    problems: list[str] = []
+    failing: list[str] = []
+    parts: list[str] = []
+    for name, pipeline in cfg.pipelines.items():
+        if pipeline.type == "transformation":
+            try:
+                models = project.load_models(name, env)
+            except RockyError as exc:
+                problems.append(f"{name}: {exc}")
+                continue
+            parts.append(f"{name} ({len(models)} models)")
+        else:
+            parts.append(f"{name} ({pipeline.type})")
+    try:
+        with StateStore.open(store_file, writer=False) as store:
+            for name in cfg.pipelines:
+                latest = store.runs.latest(name)
+                if latest is not None and latest.status != "Success":
+                    failing.append(f"{name}: latest run {latest.run_id} ended {latest.status}")
+    except StateError:
+        pass  # reported by the state checks; the pipelines themselves are still checked
+    if problems:
+        return Finding(
+            "critical", f"{len(problems)} pipeline(s) cannot run: {'; '.join(problems)}",
+            ("fix the model files; `rocky validate` reports each problem",),
+        )
+    if failing:
+        return Finding(
+            "warning", f"{len(parts)} pipeline(s); {'; '.join(failing)}",
+            ("inspect the failed runs with `rocky history` and rerun once fixed",),
+        )
+    return Finding("healthy", f"{len(parts)} pipeline(s): {', '.join(parts)}")

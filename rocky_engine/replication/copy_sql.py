@@ -1,0 +1,229 @@
+"""The statements that copy one table inside one warehouse (source and target in the same database).
+
+Per table, in the common case, exactly one statement copies and one reads the new watermark:
+
+- first copy, ``full_refresh``, a drift rebuild, or an incremental table whose watermark is unknown:
+  ``CREATE OR REPLACE TABLE target AS SELECT ... FROM source`` (PostgreSQL: drop + create in one
+  transaction);
+- ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > GREATEST(<watermark>,
+  (SELECT MAX(ts) FROM target))``. The stored watermark is the contract's lower bound; the target's own
+  maximum guards against a crash between the copy and the state write, so re-running a copy never
+  duplicates rows;
+- ``merge``: delete the target rows whose keys arrive, insert the newest arriving row per key, in one
+  transaction (rows with a NULL key never match);
+- then ``SELECT MAX(ts) FROM target``: the new watermark (incremental and merge).
+
+Drift ``ALTER``s run in the same transaction as the insert. Metadata columns are
+``CAST(<value> AS <type>) AS <name>`` items of the SELECT, so ``value`` is any SQL expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rocky_engine.adapters.base import Column, WarehouseSession, quote_ident
+from rocky_engine.errors import AdapterError
+from rocky_engine.replication.drift import DriftDecision
+
+if TYPE_CHECKING:
+    from rocky_engine.config.pipelines import MetadataColumn
+
+
+@dataclass
+class CopySpec:
+    """Everything needed to copy one table, decided by the runner from the run's catalog reads."""
+
+    strategy: str
+    source_rel: str
+    target_rel: str
+    #: source columns in order (from the run's catalog read)
+    columns: list[Column]
+    metadata: Sequence[MetadataColumn] = ()
+    timestamp_column: str | None = None
+    merge_keys: Sequence[str] = ()
+    #: the stored watermark of the target table (None: unknown)
+    watermark: str | None = None
+    target_exists: bool = False
+    drift: DriftDecision | None = None
+    source_dialect: str = "duckdb"
+    target_dialect: str = "duckdb"
+    #: the target DDL column types when the target is created from a stage (cross-warehouse copies)
+    target_types: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def full(self) -> bool:
+        """Whether this copy (re)builds the whole table."""
+        return (
+            not self.target_exists
+            or self.strategy == "full_refresh"
+            or (self.drift is not None and self.drift.rebuild)
+            or (self.strategy == "incremental" and self.watermark is None)
+        )
+
+    @property
+    def ts(self) -> str | None:
+        """The timestamp column when the source has it (merge works without one)."""
+        if self.timestamp_column and any(c.name == self.timestamp_column for c in self.columns):
+            return self.timestamp_column
+        return None
+
+    @property
+    def ts_type(self) -> str:
+        for col in self.columns:
+            if col.name == self.timestamp_column:
+                return col.data_type
+        raise KeyError(self.timestamp_column)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyResult:
+    rows: int | None
+    watermark: str | None
+    full: bool
+
+
+def validate_spec(spec: CopySpec, label: str) -> None:
+    """Refuse a copy that cannot work with a message that says what to change.
+
+    Raises:
+        AdapterError: ``query-rejected``: the timestamp column or a merge key is not a source column.
+    """
+    names = {c.name for c in spec.columns}
+    if spec.strategy == "incremental" and spec.timestamp_column not in names:
+        raise AdapterError(
+            f"timestamp column '{spec.timestamp_column}' is not a column of source table {label}",
+            failure_kind="query-rejected",
+            hint="set timestamp_column to the table's change timestamp, or use strategy = \"full_refresh\"",
+        )
+    missing = [k for k in spec.merge_keys if k not in names]
+    if spec.strategy == "merge" and missing:
+        raise AdapterError(
+            f"merge key {', '.join(missing)} is not a column of source table {label}",
+            failure_kind="query-rejected",
+            hint="fix merge_keys, or exclude this table with excluded_tables",
+        )
+
+
+def select_list(spec: CopySpec, casts: dict[str, str] | None = None) -> str:
+    """Source columns (cast to the target types when given), then the metadata expressions."""
+    items = [
+        f"CAST({quote_ident(c.name)} AS {casts[c.name]}) AS {quote_ident(c.name)}"
+        if casts
+        else quote_ident(c.name)
+        for c in spec.columns
+    ]
+    items += [f"CAST({m.value} AS {m.type}) AS {quote_ident(m.name)}" for m in spec.metadata]
+    return ", ".join(items)
+
+
+def insert_columns(spec: CopySpec) -> str:
+    names = [c.name for c in spec.columns] + [m.name for m in spec.metadata]
+    return ", ".join(quote_ident(n) for n in names)
+
+
+def alter_statements(spec: CopySpec) -> list[str]:
+    drift = spec.drift
+    if drift is None or spec.full:
+        return []
+    stmts = [
+        f"ALTER TABLE {spec.target_rel} ADD COLUMN IF NOT EXISTS {quote_ident(name)} {type_}"
+        for name, type_ in drift.add_columns
+    ]
+    stmts += [
+        f"ALTER TABLE {spec.target_rel} ALTER COLUMN {quote_ident(name)} TYPE {type_}"
+        for name, type_ in drift.alter_columns
+    ]
+    return stmts
+
+
+def merge_statements(spec: CopySpec, source_rel: str, since: str | None) -> tuple[str, str]:
+    """``(delete, insert)`` of a merge from ``source_rel``; ``since`` is a SQL bound on the timestamp."""
+    keys = [quote_ident(k) for k in spec.merge_keys]
+    ts = quote_ident(spec.ts) if spec.ts else None
+    newer = f" AND s.{ts} > {since}" if ts and since else ""
+    match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    delete = (
+        f"DELETE FROM {spec.target_rel} AS t WHERE EXISTS (SELECT 1 FROM {source_rel} AS s "
+        f"WHERE {match}{newer})"
+    )
+    where = f" WHERE {ts} > {since}" if ts and since else ""
+    arriving = f"SELECT * FROM {source_rel}{where}"
+    if ts:
+        # Several versions of a key may arrive at once: only the newest lands.
+        arriving = (
+            f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY {', '.join(keys)} ORDER BY {ts} DESC) "
+            f"AS __rocky_rn FROM {source_rel}{where}) AS a WHERE __rocky_rn = 1"
+        )
+    insert = (
+        f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) SELECT {select_list(spec)} "
+        f"FROM ({arriving}) AS s"
+    )
+    return delete, insert
+
+
+def read_watermark(session: WarehouseSession, spec: CopySpec) -> str | None:
+    if spec.strategy == "full_refresh" or not spec.ts:
+        return None
+    rows = session.query(f"SELECT MAX({quote_ident(spec.ts)}) FROM {spec.target_rel}")
+    value = rows[0][0] if rows else None
+    return None if value is None else iso(value)
+
+
+def _literal(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def iso(value: object) -> str:
+    fmt = getattr(value, "isoformat", None)
+    return str(fmt()) if callable(fmt) else str(value)
+
+
+def copy_same_warehouse(session: WarehouseSession, spec: CopySpec) -> CopyResult:
+    """Copy one table whose source lives in the target's warehouse; SQL only, nothing through Python."""
+    from rocky_engine.run.retry import atomically
+
+    full = spec.full
+    src, tgt = spec.source_rel, spec.target_rel
+    rows: int | None
+    if full:
+        select = f"SELECT {select_list(spec)} FROM {src}"
+        if spec.target_dialect == "duckdb":
+            rows = session.execute(f"CREATE OR REPLACE TABLE {tgt} AS {select}")
+        else:
+            def rebuild() -> int | None:
+                session.execute(f"DROP TABLE IF EXISTS {tgt}")
+                return session.execute(f"CREATE TABLE {tgt} AS {select}")
+
+            rows = atomically(session, rebuild, f"rebuild {tgt}")
+    elif spec.strategy == "merge":
+        since: str | None = None
+        if spec.ts and spec.watermark is not None:
+            since = f"CAST('{_literal(spec.watermark)}' AS {spec.ts_type})"
+        delete, insert = merge_statements(spec, src, since)
+
+        def merge() -> int | None:
+            for stmt in alter_statements(spec):
+                session.execute(stmt)
+            session.execute(delete)
+            return session.execute(insert)
+
+        rows = atomically(session, merge, f"merge into {tgt}")
+    else:
+        ts = quote_ident(spec.timestamp_column or "")
+        insert = (
+            f"INSERT INTO {tgt} ({insert_columns(spec)}) SELECT {select_list(spec)} FROM {src} "
+            f"WHERE {ts} > GREATEST(CAST(? AS {spec.ts_type}), (SELECT MAX({ts}) FROM {tgt}))"
+        )
+        alters = alter_statements(spec)
+        if alters:
+            def alter_and_insert() -> int | None:
+                for stmt in alters:
+                    session.execute(stmt)
+                return session.execute(insert, [spec.watermark])
+
+            rows = atomically(session, alter_and_insert, f"alter and copy into {tgt}")
+        else:
+            rows = session.execute(insert, [spec.watermark])
+    return CopyResult(rows=rows, watermark=read_watermark(session, spec), full=full)

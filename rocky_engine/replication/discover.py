@@ -1,0 +1,160 @@
+"""``rocky discover`` (CONTRACT section 4): the source schemas and tables replication pipelines see.
+
+Runs each replication pipeline's discovery adapter (or only ``--pipeline``'s), drops the pipeline's
+``excluded_tables`` (listed separately), and reports every source once (the first pipeline that sees a
+source id wins). Warehouse sources have no sync clock: ``last_sync_at`` is ``null``. Warehouse
+adapters are opened read-only. Schemas that carry a pattern's prefix but do not fit it are warned about
+on stderr.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from rocky_engine import __version__
+from rocky_engine.errors import UsageError
+from rocky_engine.logs import get_logger
+from rocky_engine.output import Result, WireModel, md_table, render_rows
+
+if TYPE_CHECKING:
+    from rocky_engine.adapters.discovery import DiscoveredSource, FailedSource
+    from rocky_engine.config import RockyConfig
+
+
+class TableInfo(WireModel):
+    name: str
+    row_count: int | None = None
+
+
+class SourceInfo(WireModel):
+    id: str
+    components: dict[str, str | list[str]]
+    source_type: str
+    last_sync_at: str | None = None
+    tables: list[TableInfo] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"components", "last_sync_at", "tables"})
+
+
+class FailedSourceInfo(WireModel):
+    id: str
+    schema_: str = Field(alias="schema")
+    source_type: str
+    error_class: str
+    message: str
+    cooldown_seconds: int | None = None
+
+
+class FreshnessInfo(WireModel):
+    threshold_seconds: int
+
+
+class DiscoverChecks(WireModel):
+    freshness: FreshnessInfo | None = None
+
+
+class DiscoverResult(Result):
+    """The ``rocky discover`` document."""
+
+    version: str = __version__
+    command: str = "discover"
+    sources: list[SourceInfo] = Field(default_factory=list)
+    checks: DiscoverChecks | None = None
+    failed_sources: list[FailedSourceInfo] = Field(default_factory=list)
+    excluded_tables: list[str] = Field(default_factory=list)
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "sources"})
+
+    def _rows(self) -> list[list[str]]:
+        rows = []
+        for s in self.sources:
+            components = ", ".join(
+                f"{k}={'/'.join(v) if isinstance(v, list) else v}" for k, v in s.components.items()
+            )
+            counts = [t.row_count for t in s.tables if t.row_count is not None]
+            rows.append([s.id, s.source_type, components, str(len(s.tables)),
+                         str(sum(counts)) if counts else "", s.last_sync_at or "-"])
+        return rows
+
+    def render_table(self) -> str:
+        headers = ["source", "type", "components", "tables", "rows", "last sync"]
+        text = render_rows(None, headers, self._rows()) if self.sources else "no source matches\n"
+        if self.failed_sources:
+            text += render_rows("failed sources", ["source", "class", "message"],
+                                [[f.id, f.error_class, f.message] for f in self.failed_sources])
+        if self.excluded_tables:
+            text += f"excluded: {', '.join(self.excluded_tables)}\n"
+        return text
+
+    def render_md(self) -> str:
+        head = f"**rocky discover**: {len(self.sources)} source(s)\n\n"
+        headers = ["source", "type", "components", "tables", "rows", "last sync"]
+        return head + (md_table(headers, self._rows()) if self.sources else "")
+
+
+def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverResult:
+    """Discover the sources of every replication pipeline (or of ``pipeline_name``).
+
+    Raises:
+        ConfigError: unknown pipeline, bad schema pattern.
+        UsageError: ``pipeline_name`` is not a replication pipeline.
+        AdapterError: a source warehouse cannot be read.
+    """
+    from rocky_engine.adapters.discovery import open_discovery
+    from rocky_engine.config.pipelines import ReplicationPipeline
+    from rocky_engine.replication.plan import apply_exclusions
+
+    log = get_logger("discover")
+    if pipeline_name is not None:
+        chosen = config.pipeline(pipeline_name)
+        if not isinstance(chosen, ReplicationPipeline):
+            raise UsageError(
+                f"pipeline '{pipeline_name}' is a {chosen.type} pipeline; discover lists replication sources",
+                hint="name a replication pipeline, or omit --pipeline to discover them all",
+            )
+        pipelines = [(pipeline_name, chosen)]
+    else:
+        pipelines = [(n, p) for n, p in config.pipelines.items() if isinstance(p, ReplicationPipeline)]
+    result = DiscoverResult()
+    seen: set[str] = set()
+    for name, pipeline in pipelines:
+        adapter = open_discovery(config, pipeline, read_only=True)
+        try:
+            outcome = adapter.discover(pipeline)
+        finally:
+            adapter.close()
+        for misfit in outcome.misfits:
+            log.warning("pipeline '%s': %s", name, misfit.reason)
+        sources, excluded = apply_exclusions(outcome.sources, pipeline.excluded_tables)
+        result.excluded_tables.extend(excluded)
+        for source in sources:
+            if source.id not in seen:
+                seen.add(source.id)
+                result.sources.append(_source_info(source))
+        result.failed_sources.extend(_failed_info(f) for f in outcome.failed_sources)
+        if result.checks is None and pipeline.checks.enabled and pipeline.checks.freshness is not None:
+            result.checks = DiscoverChecks(
+                freshness=FreshnessInfo(threshold_seconds=pipeline.checks.freshness.threshold_seconds)
+            )
+    return result
+
+
+def _source_info(source: DiscoveredSource) -> SourceInfo:
+    synced = source.last_sync_at
+    return SourceInfo(
+        id=source.id,
+        components=dict(source.components),
+        source_type=source.source_type,
+        last_sync_at=synced.astimezone(UTC).isoformat().replace("+00:00", "Z") if synced else None,
+        tables=[TableInfo(name=t.name, row_count=t.row_count) for t in source.tables],
+        metadata=source.metadata or None,
+    )
+
+
+def _failed_info(failed: FailedSource) -> FailedSourceInfo:
+    return FailedSourceInfo(
+        id=failed.id, schema=failed.schema, source_type=failed.source_type, error_class=failed.error_class,
+        message=failed.message, cooldown_seconds=failed.cooldown_seconds,
+    )

@@ -1,0 +1,80 @@
+"""Schema drift between a source table and its existing target, decided before the copy.
+
+- a column new in the source: ``ALTER TABLE ... ADD COLUMN`` (existing target rows get NULL);
+- a column whose type widened safely (see ``sql_types.is_widening``): ``ALTER COLUMN ... TYPE``;
+- any other type change, a narrowing included: drop the target and rebuild it with a full copy;
+- a column gone from the source: kept in the target, new rows get NULL there. Not reported: it would
+  read as drift on every later run, and nothing needs doing.
+
+Metadata columns (``metadata_columns``) exist only in the target, so they never look like drift. Full-refresh
+tables are rebuilt on every run, so they are not checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rocky_engine.adapters.base import Column
+from rocky_engine.replication.sql_types import is_widening, parse_type, render_type, same_type, target_type
+
+ADD_COLUMN = "add_column"
+ALTER_COLUMN_TYPE = "alter_column_type"
+DROP_AND_RECREATE = "drop_and_recreate"
+
+
+@dataclass(frozen=True, slots=True)
+class DriftStep:
+    action: str
+    reason: str
+
+
+@dataclass
+class DriftDecision:
+    """What to do to the target before copying into it."""
+
+    rebuild: bool = False
+    #: (column, type rendered in the target dialect)
+    add_columns: list[tuple[str, str]] = field(default_factory=list)
+    alter_columns: list[tuple[str, str]] = field(default_factory=list)
+    steps: list[DriftStep] = field(default_factory=list)
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.steps)
+
+
+def decide(
+    source: list[Column],
+    target: list[Column],
+    *,
+    source_dialect: str,
+    target_dialect: str,
+) -> DriftDecision:
+    """Compare an existing target with its source (both from the run's one catalog read)."""
+    decision = DriftDecision()
+    existing = {c.name: c for c in target}
+    rebuild_reasons: list[str] = []
+    for col in source:
+        expected = target_type(col.data_type, source_dialect, target_dialect)
+        rendered = render_type(expected, target_dialect)
+        have = existing.get(col.name)
+        if have is None:
+            decision.add_columns.append((col.name, rendered))
+            reason = f"column '{col.name}' ({rendered}) is new in the source"
+            decision.steps.append(DriftStep(ADD_COLUMN, reason))
+            continue
+        actual = parse_type(have.data_type)
+        if same_type(expected, actual, target_dialect):
+            continue
+        if is_widening(actual, expected):
+            decision.alter_columns.append((col.name, rendered))
+            decision.steps.append(
+                DriftStep(ALTER_COLUMN_TYPE, f"column '{col.name}' widened {have.data_type} -> {rendered}")
+            )
+        else:
+            rebuild_reasons.append(
+                f"column '{col.name}' changed {have.data_type} -> {rendered}, which is not a safe widening"
+            )
+    if rebuild_reasons:
+        return DriftDecision(rebuild=True, steps=[DriftStep(DROP_AND_RECREATE, "; ".join(rebuild_reasons))])
+    return decision

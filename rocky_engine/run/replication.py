@@ -1,0 +1,411 @@
+"""Replication runs (CONTRACT section 3): discover source schemas, route, copy every table, contained.
+
+One run: discover the sources (one catalog query), plan (exclusions, ``--filter``, routing, resume),
+prepare (one column read per warehouse, drift decisions), then copy every table as its own task under
+``[execution]`` (fixed or adaptive concurrency, ``table_retries``, ``fail_fast``,
+``error_rate_abort_pct``). When source and target share a warehouse a copy is SQL only (one statement
+plus the watermark read); across warehouses rows stream through Arrow (``replication.copy_arrow``).
+
+State: each finished table's progress row and, on success, its new watermark are written in one
+transaction, batched every ``PROGRESS_FLUSH_SECONDS`` and at the end: a run killed midway leaves the
+tables it finished resumable (``--resume``), and a table's watermark never moves without its progress
+row. A failed table never advances its watermark. A table copied but not yet flushed when the process
+died is copied again on resume; the copy's guard (``ts > GREATEST(watermark, MAX(ts) of the target)``,
+or a full rebuild when no watermark is known) keeps that from duplicating rows.
+
+Checks: after a table is copied, ``[checks]`` run on it (when any is configured); with ``fail_on_error``
+(the default) a failed error-severity check makes an otherwise successful run ``PartialFailure`` (exit 2,
+``check_gate_failed: true``): the data has landed, the run is not clean (seeds/running-without-an-
+orchestrator.md). Warning-severity failures are advisory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.errors import RockyError, UsageError
+from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, validate_spec
+from rocky_engine.replication.filter import ReplicationFilter
+from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
+from rocky_engine.replication.schema_pattern import SchemaPattern
+from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
+from rocky_engine.run.output import (
+    DriftAction,
+    ExecutionSummary,
+    Materialization,
+    MaterializationMetadata,
+    RunOutput,
+    TableError,
+    derive_status,
+)
+from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.replication_prepare import Prepared, PreparedTable, prepare
+from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry
+from rocky_engine.state.runs import ModelExecution
+
+if TYPE_CHECKING:
+    from rocky_engine.checks.table_checks import TableCheckOutcome
+    from rocky_engine.config.checks import ChecksConfig
+    from rocky_engine.config.pipelines import ReplicationPipeline
+    from rocky_engine.run.context import RunContext
+
+PROGRESS_FLUSH_SECONDS = 0.25
+Worker = tuple[WarehouseSession, WarehouseSession]
+
+
+@dataclass
+class TableCopy:
+    """What copying one table produced (returned by its task)."""
+
+    result: CopyResult
+    checks: TableCheckOutcome | None = None
+
+
+class ReplicationRunner:
+    """Runs one replication pipeline."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.executions: list[ModelExecution] = []
+        self._pending: list[ProgressEntry] = []
+        self._pending_watermarks: dict[str, str] = {}
+        self._last_flush = time.perf_counter()
+        self._check_outcomes: list[tuple[str, TableCheckOutcome]] = []
+
+    # ------------------------------------------------------------------ entry
+
+    def run(self) -> RunOutput:
+        ctx = self.ctx
+        pipeline: ReplicationPipeline = ctx.pipeline
+        if ctx.options.model:
+            raise UsageError("--model applies to transformation pipelines", hint="use --filter table=<name>")
+        pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
+        filt = ReplicationFilter.parse(ctx.options.filter, pattern.names) if ctx.options.filter else None
+        from rocky_engine.adapters import open_adapter
+
+        same = _same_warehouse(ctx, pipeline.source.adapter, pipeline.target.adapter)
+        source = open_adapter(ctx.config, pipeline.source.adapter)
+        try:
+            target = source if same else open_adapter(ctx.config, pipeline.target.adapter)
+            try:
+                return self._run(pipeline, pattern, filt, source, target, same)
+            except RockyError:
+                # A signal that cancels a planning statement is still an interrupted run, not a failure
+                # of the cancelled statement.
+                if not ctx.guard.stop.is_set():
+                    raise
+                return RunOutput(pipeline_type="replication", status="Failure", interrupted=True)
+            finally:
+                if target is not source:
+                    target.close()
+        finally:
+            source.close()
+
+    def _run(
+        self, pipeline: ReplicationPipeline, pattern: SchemaPattern, filt: ReplicationFilter | None,
+        source: WarehouseAdapter, target: WarehouseAdapter, same: bool,
+    ) -> RunOutput:
+        ctx = self.ctx
+        out = RunOutput(pipeline_type="replication")
+        plan = self._plan(pipeline, pattern, filt, source, same, out)
+        tables = self._resume(plan.tables, out)
+        if not tables:
+            if not plan.tables:
+                if filt is not None:
+                    ctx.log.info("filter %s matched no table; nothing to do", filt)
+                else:
+                    ctx.log.info("no table to copy under the pattern %s; nothing to do", pattern.describe())
+            else:
+                ctx.log.info("every table was finished by %s; nothing to do", out.resumed_from)
+            out.execution = ExecutionSummary(concurrency=0, tables_processed=0, tables_failed=0)
+            return out
+        watermarks = {w.key: w.value for w in ctx.store.watermarks.all()}
+        prepared = prepare(pipeline, tables, source, target, same_warehouse=same, watermarks=watermarks,
+                           out=out)
+        out.drift.tables_checked = prepared.tables_checked
+        out.drift.tables_drifted = prepared.tables_drifted
+        for item in prepared.tables.values():
+            if item.drift is not None and item.drift.drifted:
+                ctx.events.fire("drift_detected", table=item.plan.key, metadata={
+                    "actions": [{"action": s.action, "reason": s.reason} for s in item.drift.steps]})
+        return self._execute(pipeline, prepared, [t.key for t in tables], source, target, same, out)
+
+    # ------------------------------------------------------------------ planning
+
+    def _plan(
+        self, pipeline: ReplicationPipeline, pattern: SchemaPattern, filt: ReplicationFilter | None,
+        source: WarehouseAdapter, same: bool, out: RunOutput,
+    ) -> ReplicationPlan:
+        from rocky_engine.adapters.discovery import open_discovery
+
+        ctx = self.ctx
+        discovery = open_discovery(ctx.config, pipeline, source_adapter=source)
+        try:
+            outcome = discovery.discover(pipeline)
+        finally:
+            discovery.close()
+        for failed in outcome.failed_sources:
+            ctx.log.warning("source %s could not be discovered (%s): %s", failed.id, failed.error_class,
+                            failed.message)
+        plan = plan_tables(pipeline, outcome, filt=filt, same_warehouse=same)
+        for skipped in plan.skipped:
+            ctx.log.warning("%s", skipped.reason)
+        out.excluded_tables = plan.excluded
+        ctx.events.fire("discover_complete", metadata={
+            "sources": len(outcome.sources), "tables": len(plan.tables), "pattern": pattern.describe()})
+        return plan
+
+    def _resume(self, tables: list[TablePlan], out: RunOutput) -> list[TablePlan]:
+        ctx = self.ctx
+        if ctx.resumed_from is None:
+            return tables
+        done = [t for t in tables if t.key in ctx.completed_keys]
+        out.resumed_from = ctx.resumed_from
+        out.tables_skipped = len(done)
+        if done:
+            # Carried over, so resuming this run in turn skips them too.
+            ctx.store.progress.record_many(
+                ctx.run_id, [ProgressEntry(t.key, SUCCESS) for t in done], pipeline=ctx.pipeline_name
+            )
+        ctx.log.info("resuming %s: %d table(s) already finished are skipped", ctx.resumed_from, len(done))
+        return [t for t in tables if t.key not in ctx.completed_keys]
+
+    # ------------------------------------------------------------------ execution
+
+    def _execute(
+        self, pipeline: ReplicationPipeline, prepared: Prepared, order: list[str],
+        source: WarehouseAdapter, target: WarehouseAdapter, same: bool, out: RunOutput,
+    ) -> RunOutput:
+        ctx = self.ctx
+        execution = pipeline.execution
+        setting = ctx.options.parallel or execution.concurrency
+        limit = ConcurrencyLimit(setting, tables=len(order))
+        rules = StopRules(execution.table_retries, execution.fail_fast, execution.error_rate_abort_pct)
+        checks = pipeline.checks if _checks_active(pipeline.checks) else None
+
+        def new_worker() -> Worker:
+            tgt = target.session()
+            src = tgt if same else source.session()
+            ctx.guard.on_interrupt(tgt.interrupt)
+            if src is not tgt:
+                ctx.guard.on_interrupt(src.interrupt)
+            return src, tgt
+
+        def task(key: str, worker: Worker) -> TableCopy:
+            return self._copy(prepared.tables[key], worker, same, checks)
+
+        progress = RunProgress(len(order), ctx.pipeline_name)
+
+        def on_done(outcome: TaskResult[TableCopy]) -> None:
+            progress.advance(outcome.ok)
+            self._record(outcome, prepared.tables[outcome.name], pipeline, out)
+
+        def on_retry(key: str, error: BaseException, attempt: int) -> None:
+            ctx.log.warning("table %s failed (%s), attempt %d of %d: %s", prepared.tables[key].plan.label,
+                            failure_kind_of(error), attempt, rules.retries + 1, error)
+
+        workers: list[Worker] = []
+        try:
+            run, workers = run_tables(order, task, new_worker, limit, rules, stop=ctx.guard.stop,
+                                      on_done=on_done, on_retry=on_retry)
+        finally:
+            progress.close()
+            self._flush(force=True)
+            for src, tgt in workers:
+                tgt.close()
+                if src is not tgt:
+                    src.close()
+        self._record_checks()
+        out.interrupted = ctx.guard.stop.is_set()
+        if run.not_run:
+            reason = run.stop_reason or "the run was interrupted"
+            if run.stop_reason:
+                ctx.log.error("stopped scheduling: %s; %d table(s) not run", reason, len(run.not_run))
+            for key in run.not_run:
+                out.errors.append(TableError(asset_key=list(prepared.tables[key].plan.asset_key),
+                                             error=f"not run: {reason}", failure_kind="unknown"))
+        return self._finish(pipeline, out, limit.peak, len(run.not_run))
+
+    def _copy(
+        self, item: PreparedTable, worker: Worker, same: bool, checks: ChecksConfig | None
+    ) -> TableCopy:
+        ctx = self.ctx
+        if item.error is not None:
+            raise item.error
+        spec = item.spec
+        assert spec is not None
+        src, tgt = worker
+        ctx.events.fire("before_materialize", table=item.plan.key)
+        validate_spec(spec, item.plan.label)
+        if same:
+            result = copy_same_warehouse(tgt, spec)
+        else:
+            from rocky_engine.replication.copy_arrow import copy_across
+
+            result = copy_across(src, tgt, spec)
+        copy = TableCopy(result)
+        if checks is not None:
+            copy.checks = self._check(item, spec.target_rel, spec.source_rel, src, tgt, same, checks)
+        return copy
+
+    def _check(
+        self, item: PreparedTable, target_rel: str, source_rel: str, src: WarehouseSession,
+        tgt: WarehouseSession, same: bool, checks: ChecksConfig,
+    ) -> TableCheckOutcome:
+        from rocky_engine.checks.table_checks import CheckTarget, run_table_checks
+
+        pipeline: ReplicationPipeline = self.ctx.pipeline
+        spec = item.spec
+        has_ts = spec is not None and pipeline.timestamp_column in {c.name for c in spec.columns}
+        return run_table_checks(
+            tgt,
+            checks,
+            CheckTarget(
+                asset_key=list(item.plan.asset_key),
+                table_key=item.plan.key,
+                qualified=target_rel,
+                source_qualified=source_rel,
+                source_session=None if same else src,
+                timestamp_column=pipeline.timestamp_column if has_ts else None,
+                ignore_columns=[m.name for m in pipeline.metadata_columns],
+            ),
+            baseline=self.ctx.store.checks.row_count_baseline,
+            now=datetime.now(UTC),
+        )
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _record(
+        self, outcome: TaskResult[TableCopy], item: PreparedTable, pipeline: ReplicationPipeline,
+        out: RunOutput,
+    ) -> None:
+        ctx = self.ctx
+        plan = item.plan
+        finished = datetime.now(UTC)
+        rows: int | None = None
+        if outcome.ok and outcome.value is not None:
+            copied = outcome.value
+            rows = copied.result.rows
+            watermark = copied.result.watermark
+            spec = item.spec
+            out.materializations.append(
+                Materialization(
+                    asset_key=list(plan.asset_key),
+                    duration_ms=outcome.duration_ms,
+                    rows_copied=rows,
+                    started_at=outcome.started_at.isoformat().replace("+00:00", "Z"),
+                    metadata=MaterializationMetadata(
+                        strategy=pipeline.strategy,
+                        watermark=watermark,
+                        target_table_full_name=plan.key,
+                        column_count=(len(spec.columns) + len(pipeline.metadata_columns)) if spec else None,
+                    ),
+                )
+            )
+            if item.drift is not None:
+                for step in item.drift.steps:
+                    out.drift.actions_taken.append(DriftAction(table=plan.key, action=step.action,
+                                                               reason=step.reason))
+            if copied.checks is not None:
+                out.check_results.append(copied.checks.result)
+                out.anomalies.extend(copied.checks.anomalies)
+                self._check_outcomes.append((plan.key, copied.checks))
+                for anomaly in copied.checks.anomalies:
+                    ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
+            self._pending.append(ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished))
+            if watermark is not None:
+                self._pending_watermarks[plan.key] = watermark
+            status = "success"
+            ctx.events.fire("after_materialize", table=plan.key, duration_ms=outcome.duration_ms,
+                            metadata={"rows_copied": rows, "strategy": pipeline.strategy})
+        else:
+            error = outcome.error
+            kind = failure_kind_of(error)
+            message = _message(error)
+            if ctx.guard.stop.is_set():
+                message = f"interrupted: {message}"
+            out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind))
+            ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
+            self._pending.append(ProgressEntry(plan.key, FAILED, error=message, finished_at=finished))
+            status = "failed"
+            ctx.events.fire("materialize_error", table=plan.key, error=message,
+                            duration_ms=outcome.duration_ms)
+        self.executions.append(
+            ModelExecution(model_name=plan.key, started_at=outcome.started_at, finished_at=finished,
+                           duration_ms=outcome.duration_ms, rows_affected=rows, status=status)
+        )
+        self._flush()
+
+    def _flush(self, *, force: bool = False) -> None:
+        """Write pending progress rows and their watermarks in one transaction (batched for speed)."""
+        if not self._pending:
+            return
+        if not force and time.perf_counter() - self._last_flush < PROGRESS_FLUSH_SECONDS:
+            return
+        ctx = self.ctx
+        entries, marks = self._pending, self._pending_watermarks
+        self._pending, self._pending_watermarks = [], {}
+        with ctx.store.transaction():
+            ctx.store.progress.record_many(ctx.run_id, entries, pipeline=ctx.pipeline_name)
+            ctx.store.watermarks.set_many(marks)
+        self._last_flush = time.perf_counter()
+
+    def _record_checks(self) -> None:
+        if not self._check_outcomes:
+            return
+        from rocky_engine.checks.history import all_records
+
+        self.ctx.store.checks.record_many(all_records(self.ctx.run_id, self._check_outcomes))
+
+    def _finish(
+        self, pipeline: ReplicationPipeline, out: RunOutput, concurrency: int, not_run: int
+    ) -> RunOutput:
+        failed = len(out.errors) - not_run
+        succeeded = len(out.materializations)
+        out.tables_copied = succeeded
+        out.tables_failed = failed
+        out.execution = ExecutionSummary(concurrency=concurrency, tables_processed=succeeded + failed,
+                                         tables_failed=failed)
+        out.status = derive_status(succeeded, failed + not_run)
+        gate = [key for key, o in self._check_outcomes if o.error_failed()]
+        if gate and pipeline.checks.fail_on_error:
+            out.check_gate_failed = True
+            if out.status == "Success":
+                out.status = "PartialFailure"
+            self.ctx.log.error("check gate: an error-severity check failed on %d copied table(s): %s",
+                               len(gate), ", ".join(gate[:5]))
+        return out
+
+
+def _same_warehouse(ctx: RunContext, source: str, target: str) -> bool:
+    """Whether source and target adapters reach the same database (then copies are SQL only)."""
+    if source == target:
+        return True
+    from rocky_engine.config.adapters import DuckDbAdapterConfig
+
+    a, b = ctx.config.adapter(source), ctx.config.adapter(target)
+    if not (isinstance(a, DuckDbAdapterConfig) and isinstance(b, DuckDbAdapterConfig)):
+        return False
+    path_a, path_b = a.resolved_path(ctx.config.root), b.resolved_path(ctx.config.root)
+    # Two in-memory adapters are two separate databases.
+    return path_a is not None and path_b is not None and path_a.resolve() == path_b.resolve()
+
+
+def _checks_active(checks: ChecksConfig) -> bool:
+    return checks.enabled and bool(
+        checks.row_count or checks.column_match.enabled or checks.freshness or checks.null_rate
+        or checks.custom or checks.assertions
+    )
+
+
+def _message(error: BaseException | None) -> str:
+    if isinstance(error, RockyError):
+        return str(error)
+    if error is None:
+        return "unknown error"
+    return f"{type(error).__name__}: {error}"
+

@@ -1,0 +1,81 @@
+"""``--resume RUN_ID`` / ``--resume-latest`` for replication runs (CONTRACT section 3 "Resume").
+
+A replication run records each table in ``run_progress`` as it finishes, so even a run killed midway
+(no run record) can be resumed. Resuming skips the tables the named run finished successfully (a
+resumed run carries those over into its own progress, so resuming *it* skips them too) and runs under a
+new run id. ``--resume-latest`` picks the newest run of the pipeline that recorded progress; with none,
+the run copies every table. An unknown ``--resume`` id, or a run of another pipeline, is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rocky_engine.errors import UsageError
+
+if TYPE_CHECKING:
+    import logging
+
+    from rocky_engine.run.options import RunOptions
+    from rocky_engine.state.store import StateStore
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    run_id: str
+    completed: frozenset[str]
+
+
+def resolve_resume(
+    store: StateStore, options: RunOptions, pipeline: str, pipeline_type: str, log: logging.Logger
+) -> ResumePoint | None:
+    """The run to resume from and its finished table keys; None when not resuming.
+
+    Raises:
+        UsageError: resume of a non-replication pipeline, an unknown run id, or another pipeline's run.
+    """
+    if not options.resume and not options.resume_latest:
+        return None
+    if options.idempotency_key:
+        raise UsageError(
+            "--idempotency-key cannot be combined with --resume/--resume-latest",
+            hint="drop one of them: a resume is a new attempt of a specific run, a key dedupes runs",
+        )
+    if pipeline_type != "replication":
+        raise UsageError(
+            f"--resume/--resume-latest apply to replication pipelines; '{pipeline}' is a {pipeline_type} "
+            "pipeline",
+            hint="run it again without the flag",
+        )
+    if options.resume:
+        run_id = options.resume
+        owner = _owner(store, run_id)
+        if owner is None:
+            raise UsageError(
+                f"run '{run_id}' not found in the state store at {store.path}; list runs with `rocky history`"
+            )
+        if owner and owner != pipeline:
+            raise UsageError(
+                f"run '{run_id}' is a run of pipeline '{owner}', not '{pipeline}'",
+                hint=f"resume it with --pipeline {owner}, or pick a run of '{pipeline}' from `rocky history`",
+            )
+    else:
+        latest = store.progress.latest_run_id(pipeline)
+        if latest is None:
+            log.info("--resume-latest: no earlier run of pipeline '%s' recorded progress; "
+                     "copying every table", pipeline)
+            return None
+        run_id = latest
+    return ResumePoint(run_id, frozenset(store.progress.completed_keys(run_id)))
+
+
+def _owner(store: StateStore, run_id: str) -> str | None:
+    """The pipeline of ``run_id`` ("" when unknown but the run exists); None when no such run."""
+    rows = store.query("SELECT pipeline FROM run_progress WHERE run_id = ? LIMIT 1", (run_id,))
+    if rows:
+        return str(rows[0][0] or "")
+    record = store.runs.get(run_id)
+    if record is None:
+        return None
+    return record.pipeline or ""

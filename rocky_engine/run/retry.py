@@ -1,0 +1,376 @@
+"""Statement retries with exponential backoff, and one circuit breaker per adapter per run.
+
+``[adapter.NAME.retry]`` (CONTRACT section 1): only ``transient`` and ``connection-failed`` errors are
+retried, up to ``max_retries`` times, after ``initial_backoff_ms * backoff_multiplier**n`` capped at
+``max_backoff_ms`` (full jitter: a uniform draw below that when ``jitter``). Every failed attempt counts
+towards ``circuit_breaker_threshold`` consecutive failures; once the breaker is open every statement on
+that adapter fails fast without touching the warehouse, until ``circuit_breaker_recovery_timeout_secs``
+lets one probe through (half-open) or, when unset, for the rest of the run. Any answer from the warehouse,
+even a permanent error such as a syntax error, proves it is reachable and resets the count.
+
+Transactions: statements inside ``transaction()`` are not retried one by one (re-running the middle of a
+transaction whose connection died would run it outside the transaction). ``atomically(session, fn)``
+retries a whole transaction instead; use it only for idempotent units (drop + create, delete + insert).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, TypeVar
+
+from rocky_engine.adapters.base import Column, Relation, WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.failure import RETRYABLE_KINDS
+from rocky_engine.config.adapters import RetryConfig
+from rocky_engine.errors import AdapterError
+from rocky_engine.logs import get_logger
+
+T = TypeVar("T")
+BreakerState = Literal["closed", "open", "half-open"]
+
+
+class CircuitBreaker:
+    """Opens after ``threshold`` consecutive failures (0 disables it); thread-safe, one per adapter."""
+
+    def __init__(
+        self,
+        threshold: int,
+        recovery_timeout_secs: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        adapter: str = "warehouse",
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.threshold = threshold
+        self.recovery_timeout_secs = recovery_timeout_secs
+        self.adapter = adapter
+        self._clock = clock
+        self._log = log or get_logger("retry")
+        self._lock = threading.Lock()
+        self._state: BreakerState = "closed"
+        self._failures = 0
+        self._opened_at = 0.0
+        self._probing = False
+
+    @classmethod
+    def for_adapter(
+        cls, adapter: str, cfg: RetryConfig, clock: Callable[[], float] = time.monotonic
+    ) -> CircuitBreaker:
+        return cls(
+            cfg.circuit_breaker_threshold, cfg.circuit_breaker_recovery_timeout_secs, clock, adapter=adapter
+        )
+
+    @property
+    def state(self) -> BreakerState:
+        return self._state
+
+    @property
+    def consecutive_failures(self) -> int:
+        return self._failures
+
+    def before_call(self) -> None:
+        """Let a call through, or raise the fail-fast error while the breaker is open.
+
+        Raises:
+            AdapterError: ``connection-failed``, the breaker is open (or a half-open probe is in flight).
+        """
+        if self._state == "closed":  # the hot path takes no lock
+            return
+        with self._lock:
+            if self._state == "open":
+                timeout = self.recovery_timeout_secs
+                if timeout is None or self._clock() - self._opened_at < timeout:
+                    raise self.open_error()
+                self._state = "half-open"
+                self._log.warning("circuit breaker of adapter '%s' half-open: probing with one statement",
+                                  self.adapter)
+            elif self._state == "half-open" and self._probing:
+                raise self.open_error()
+            if self._state == "half-open":
+                self._probing = True
+
+    def record_success(self) -> None:
+        """The warehouse answered: close the breaker and reset the count."""
+        if self._state == "closed" and self._failures == 0:
+            return
+        with self._lock:
+            if self._state != "closed":
+                self._log.warning("circuit breaker of adapter '%s' closed: the warehouse answers again",
+                                  self.adapter)
+            self._state = "closed"
+            self._failures = 0
+            self._probing = False
+
+    def record_failure(self) -> bool:
+        """Count one failed attempt; True when this failure opened the breaker."""
+        with self._lock:
+            self._failures += 1
+            if self.threshold <= 0:
+                return False
+            if self._state == "half-open" or (self._state == "closed" and self._failures >= self.threshold):
+                self._state = "open"
+                self._opened_at = self._clock()
+                self._probing = False
+                self._log.warning(
+                    "circuit breaker of adapter '%s' opened after %d consecutive failures; remaining "
+                    "statements fail fast", self.adapter, self._failures,
+                )
+                return True
+            return False
+
+    def abandon(self) -> None:
+        """A call ended without a warehouse verdict (e.g. a bug or an interrupt): free the probe slot."""
+        with self._lock:
+            self._probing = False
+
+    def open_error(self) -> AdapterError:
+        if self.recovery_timeout_secs is None:
+            hint = "check that the warehouse is reachable, then run again"
+        else:
+            hint = (f"one statement probes the warehouse again {self.recovery_timeout_secs} s after the "
+                    "breaker opened")
+        return AdapterError(
+            f"circuit breaker open after {self._failures} consecutive failures on adapter '{self.adapter}'; "
+            "remaining statements fail fast",
+            failure_kind="connection-failed",
+            hint=hint,
+        )
+
+
+class StatementRetrier:
+    """Calls a warehouse operation, retrying transient and connection failures with backoff."""
+
+    def __init__(
+        self,
+        cfg: RetryConfig,
+        breaker: CircuitBreaker,
+        *,
+        sleep: Callable[[float], object] | None = None,
+        rand: Callable[[], float] = random.random,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.breaker = breaker
+        self._sleep = sleep
+        self._rand = rand
+        self._log = log or get_logger("retry")
+
+    def backoff_ms(self, retry: int) -> float:
+        """The backoff ceiling before retry number ``retry`` (0-based), without jitter."""
+        cfg = self.cfg
+        return float(min(cfg.initial_backoff_ms * cfg.backoff_multiplier**retry, cfg.max_backoff_ms))
+
+    def delay_seconds(self, retry: int) -> float:
+        """The wait before retry ``retry``: the backoff, or a uniform draw in [0, backoff) with jitter."""
+        ceiling = self.backoff_ms(retry)
+        return (ceiling * self._rand() if self.cfg.jitter else ceiling) / 1000.0
+
+    def observe(self, exc: AdapterError) -> None:
+        """Feed an error that was not retried here (e.g. inside a transaction) to the breaker."""
+        if exc.failure_kind in RETRYABLE_KINDS:
+            self.breaker.record_failure()
+        else:
+            self.breaker.record_success()
+
+    def call(
+        self,
+        fn: Callable[[], T],
+        description: str = "statement",
+        *,
+        on_retry: Callable[[AdapterError], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> T:
+        """Run ``fn`` until it succeeds, fails permanently, runs out of retries or the breaker opens.
+
+        ``on_retry`` runs before each retry (e.g. to drop a dead connection); ``stop`` ends retrying
+        early (an interrupted run) and makes the default sleep wake up at once.
+
+        Raises:
+            AdapterError: the last failure, or the breaker's fail-fast error.
+        """
+        retry = 0
+        while True:
+            self.breaker.before_call()
+            try:
+                result = fn()
+            except AdapterError as exc:
+                if exc.failure_kind not in RETRYABLE_KINDS:
+                    self.breaker.record_success()  # the warehouse answered: nothing to retry
+                    raise
+                opened = self.breaker.record_failure()
+                if opened or retry >= self.cfg.max_retries or (stop is not None and stop.is_set()):
+                    raise
+                delay = self.delay_seconds(retry)
+                self._log.warning(
+                    "adapter '%s': %s failed (%s): %s; retry %d/%d in %.2f s",
+                    self.breaker.adapter, description, exc.failure_kind, exc.message,
+                    retry + 1, self.cfg.max_retries, delay,
+                )
+                if on_retry is not None:
+                    on_retry(exc)
+                self._wait(delay, stop)
+                if stop is not None and stop.is_set():
+                    raise
+                retry += 1
+                continue
+            except BaseException:
+                self.breaker.abandon()
+                raise
+            self.breaker.record_success()
+            return result
+
+    def _wait(self, seconds: float, stop: threading.Event | None) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        elif stop is not None:
+            stop.wait(seconds)
+        elif seconds > 0:
+            time.sleep(seconds)
+
+
+class RetryingSession:
+    """A session whose statements go through the retrier; reconnects the inner session on connection loss."""
+
+    def __init__(self, inner: WarehouseSession, retrier: StatementRetrier) -> None:
+        self.inner = inner
+        self.retrier = retrier
+        self._stop = threading.Event()
+        self._depth = 0  # > 0 while a transaction is open: statements then run once, unretried
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> int | None:
+        if self._depth:
+            return self.inner.execute(sql, params)
+        return self._call(lambda: self.inner.execute(sql, params), _describe(sql))
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        if self._depth:
+            return self.inner.query(sql, params)
+        return self._call(lambda: self.inner.query(sql, params), _describe(sql))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A transaction whose statements are not retried (a failure is still fed to the breaker)."""
+        if self._depth:
+            with self.inner.transaction():
+                yield
+            return
+        self.retrier.breaker.before_call()
+        self._depth += 1
+        try:
+            with self.inner.transaction():
+                yield
+        except AdapterError as exc:
+            self.retrier.observe(exc)
+            self._recover(exc)
+            raise
+        except BaseException:
+            self.retrier.breaker.abandon()
+            raise
+        else:
+            self.retrier.breaker.record_success()
+        finally:
+            self._depth -= 1
+
+    def atomic(self, fn: Callable[[], T], description: str = "transaction") -> T:
+        """Run ``fn`` in a transaction, retrying the whole transaction (``fn`` must be idempotent)."""
+        if self._depth:
+            return fn()
+
+        def once() -> T:
+            self._depth += 1
+            try:
+                with self.inner.transaction():
+                    return fn()
+            finally:
+                self._depth -= 1
+
+        return self._call(once, description)
+
+    def interrupt(self) -> None:
+        self._stop.set()
+        self.inner.interrupt()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _call(self, fn: Callable[[], T], description: str) -> T:
+        return self.retrier.call(fn, description, on_retry=self._recover, stop=self._stop)
+
+    def _recover(self, exc: AdapterError) -> None:
+        if exc.failure_kind != "connection-failed":
+            return
+        reset = getattr(self.inner, "reset", None)
+        if callable(reset):
+            reset()
+
+
+class RetryingAdapter(RetryingSession):
+    """A warehouse adapter whose sessions share one circuit breaker for the run."""
+
+    def __init__(
+        self,
+        inner: WarehouseAdapter,
+        cfg: RetryConfig,
+        *,
+        breaker: CircuitBreaker | None = None,
+        sleep: Callable[[float], object] | None = None,
+        rand: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.adapter = inner
+        self.cfg = cfg
+        self.breaker = breaker or CircuitBreaker.for_adapter(inner.name, cfg, clock)
+        self._sleep = sleep
+        self._rand = rand
+        super().__init__(inner, self._retrier())
+        self.name = inner.name
+        self.type = inner.type
+        self.catalog = inner.catalog
+        self.default_schema: str = getattr(inner, "default_schema", "main")
+
+    def _retrier(self) -> StatementRetrier:
+        return StatementRetrier(self.cfg, self.breaker, sleep=self._sleep, rand=self._rand)
+
+    def session(self) -> RetryingSession:
+        return RetryingSession(self.adapter.session(), self._retrier())
+
+    def describe(self, schema: str, table: str, catalog: str | None = None) -> list[Column]:
+        return self._call(lambda: self.adapter.describe(schema, table, catalog), f"describe {schema}.{table}")
+
+    def table_exists(self, schema: str, table: str, catalog: str | None = None) -> bool:
+        return self._call(lambda: self.adapter.table_exists(schema, table, catalog), "table lookup")
+
+    def list_schemas(self, catalog: str | None = None) -> list[str]:
+        return self._call(lambda: self.adapter.list_schemas(catalog), "schema listing")
+
+    def list_tables(self, schema: str, catalog: str | None = None) -> list[str]:
+        return self._call(lambda: self.adapter.list_tables(schema, catalog), "table listing")
+
+    def list_relations(self, catalog: str | None = None) -> list[Relation]:
+        return self._call(lambda: self.adapter.list_relations(catalog), "catalog listing")
+
+    def ensure_schema(self, schema: str, catalog: str | None = None) -> bool:
+        return self._call(lambda: self.adapter.ensure_schema(schema, catalog), f"create schema {schema}")
+
+    def quote(self, identifier: str) -> str:
+        return self.adapter.quote(identifier)
+
+    def qualified(self, schema: str, table: str, catalog: str | None = None) -> str:
+        return self.adapter.qualified(schema, table, catalog)
+
+
+def atomically(session: WarehouseSession, fn: Callable[[], T], description: str = "transaction") -> T:
+    """Run ``fn`` in one transaction of ``session``, retried as a whole when the session supports it."""
+    if isinstance(session, RetryingSession):
+        return session.atomic(fn, description)
+    with session.transaction():
+        return fn()
+
+
+def _describe(sql: str) -> str:
+    text = " ".join(sql.split())
+    return f"statement '{text[:80]}...'" if len(text) > 80 else f"statement '{text}'"

@@ -1,0 +1,636 @@
+"""The reconciler: one tick evaluates all standing demand and runs what is due (CONTRACT section 6).
+
+A library: ``rocky tick`` runs one :meth:`Reconciler.tick`, ``rocky serve --scheduler`` calls it in a
+loop. Time and processes are injected (``clock``, ``wall``, ``spawner``), so every path is testable
+deterministically.
+
+One live tick:
+
+1. take the tick lock (a fresh holder: skip, ``tick_in_progress``; a wedged one: ``lock_overridden``);
+2. open the state store as the writer (another writer: skip, ``state_busy``);
+3. read the webhook spool; finalize demands for removed pipelines (loudly);
+4. per pipeline in ``after`` order: resolve its stuck claims, decide (``decide.py``), and launch the
+   winner: claim + anchor in one transaction, close the store, run the child, reopen, finalize, write an
+   incident bundle on failure/partial; then its webhook demands, one run each;
+5. stamp ``last_evaluated_at``, sweep orphaned claims, drop expired delivery markers.
+
+A dry run opens the store read-only, takes no lock, writes nothing and spawns nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from rocky_engine.errors import StateError, StateLockedError
+from rocky_engine.logs import get_logger
+from rocky_engine.project import Project
+from rocky_engine.schedule.claims import (
+    RESOLVE_AFTER,
+    ChildRegistry,
+    Resolution,
+    claim_key,
+    outcome_of_exit,
+    resolve_claim,
+    row_after_outcome,
+    webhook_claim_key,
+)
+from rocky_engine.schedule.decide import Decision, decide
+from rocky_engine.schedule.incidents import (
+    INCIDENTS_DIR,
+    IncidentBundle,
+    IncidentDirRefused,
+    pointers_for,
+    write_incident,
+)
+from rocky_engine.schedule.output import (
+    NOTABLE_REASONS,
+    Evaluated,
+    Executed,
+    Skipped,
+    SourceEntry,
+    TickOutput,
+)
+from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
+from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
+from rocky_engine.schedule.spool import Demand, SpoolError, consume, list_demands, spool_dir_of, sweep_markers
+from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
+from rocky_engine.state._time import now_utc, rfc3339
+from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
+from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow, SuccessWindow
+from rocky_engine.state.store import StateStore
+
+log = get_logger("schedule")
+
+
+@dataclass(frozen=True)
+class ReconcilerOptions:
+    """Knobs with production defaults; tests shrink the waits."""
+
+    #: under ``rocky serve --scheduler``: incident pointers name the HTTP endpoints
+    resident: bool = False
+    stale_after_seconds: float = STALE_AFTER_SECONDS
+    heartbeat_interval_seconds: float = HEARTBEAT_INTERVAL_SECONDS
+    resolve_after: timedelta = RESOLVE_AFTER
+    #: reopening the store after a child: attempts and the pause between them
+    reopen_attempts: int = 50
+    reopen_pause_seconds: float = 0.2
+
+
+class Reconciler:
+    """Evaluates demand and runs due pipelines; one :meth:`tick` per call.
+
+    Args:
+        spawner: runs a child to completion (``SubprocessSpawner`` in production).
+        clock: the evaluation clock (UTC); ``rocky tick --now`` pins it.
+        wall: seconds since the epoch for the tick-lock heartbeat (always real time in production).
+        options: waits and thresholds.
+        stop: set it (or call :meth:`request_stop`) to start no new work; a running child is left to the
+            spawner (``SubprocessSpawner.terminate``).
+    """
+
+    def __init__(
+        self,
+        *,
+        spawner: Spawner,
+        clock: Callable[[], datetime] = now_utc,
+        wall: Callable[[], float] = time.time,
+        options: ReconcilerOptions | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.spawner = spawner
+        self.clock = clock
+        self.wall = wall
+        self.options = options or ReconcilerOptions()
+        self.stop = stop or threading.Event()
+
+    def request_stop(self) -> None:
+        self.stop.set()
+
+    def tick(self, project: Project, *, dry_run: bool = False, pipeline: str | None = None) -> TickOutput:
+        """Run one tick over ``project`` (only ``pipeline`` when given).
+
+        Raises:
+            ConfigError: an ``after`` cycle, or ``pipeline`` is not a pipeline.
+            StateError: the state store cannot be opened (other than another writer holding it).
+        """
+        t0 = time.perf_counter()
+        now = self.clock()
+        out = TickOutput(dry_run=dry_run, now=rfc3339(now))
+        if pipeline is not None:
+            project.config.pipeline(pipeline)
+        plan = build_plan(project.config, check_crons=False)
+        run = _Tick(self, project, plan, out, now, pipeline)
+        try:
+            if dry_run:
+                run.dry()
+            else:
+                run.live()
+        finally:
+            out.duration_ms = int((time.perf_counter() - t0) * 1000)
+        return out.finish()
+
+
+@dataclass
+class _Tick:
+    """The state of one tick (not reusable)."""
+
+    rec: Reconciler
+    project: Project
+    plan: SchedulePlan
+    out: TickOutput
+    now: datetime
+    only: str | None
+    store: StateStore | None = None
+    rows: dict[str, ScheduleRow] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    evaluated_names: list[str] = field(default_factory=list)
+    submitted: dict[str, list[Claim]] = field(default_factory=dict)
+    budgets: dict[str, int | None] = field(default_factory=dict)
+    halted: bool = False
+
+    def __post_init__(self) -> None:
+        self.state_path = self.project.state_path()
+        self.dot_rocky = self.project.dot_rocky
+        self.spool = spool_dir_of(self.dot_rocky)
+        self.registry = ChildRegistry(self.dot_rocky)
+
+    # ------------------------------------------------------------------ entry points
+
+    def live(self) -> None:
+        opts = self.rec.options
+        lock = TickLock(
+            self.dot_rocky,
+            stale_after=opts.stale_after_seconds,
+            heartbeat_interval=opts.heartbeat_interval_seconds,
+            wall=self.rec.wall,
+        )
+        try:
+            outcome = lock.acquire()
+        except OSError as exc:
+            raise StateError(f"cannot take the tick lock in {self.dot_rocky}: {exc}") from exc
+        if outcome == "in_progress":
+            self.out.tick_in_progress = True
+            self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="tick_in_progress"))
+            return
+        try:
+            if outcome == "overridden":
+                self.out.lock_overridden = True
+                log.warning(
+                    "tick lock %s is held with a heartbeat %.0f s old (over %.0f s): taking over a wedged "
+                    "reconciler; restart the process that holds it",
+                    lock.lock_path, lock.overridden_age or 0, opts.stale_after_seconds,
+                )
+            try:
+                self.store = StateStore.open(self.state_path, writer=True)
+            except StateLockedError:
+                self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="state_busy"))
+                return
+            try:
+                self._reconcile()
+            finally:
+                if self.store is not None:
+                    self.store.close()
+                    self.store = None
+        finally:
+            lock.release()
+
+    def dry(self) -> None:
+        self.store = StateStore.open(self.state_path, writer=False)
+        try:
+            self._reconcile(dry=True)
+        finally:
+            self.store.close()
+            self.store = None
+
+    # ------------------------------------------------------------------ the tick
+
+    def _reconcile(self, dry: bool = False) -> None:
+        assert self.store is not None
+        self.rows = ScheduleRepo(self.store).all()
+        for claim in ClaimRepo(self.store).submitted():
+            self.submitted.setdefault(claim.pipeline, []).append(claim)
+        listing = list_demands(self.spool)
+        for error in listing.errors:
+            log.error("%s", error)
+            self.out.errors.append(error)
+        demands: dict[str, list[Demand]] = {}
+        for demand in listing.demands:
+            if self.only is not None and demand.pipeline != self.only:
+                continue
+            if demand.pipeline not in self.plan.pipelines:
+                self._removed_pipeline_demand(demand, dry)
+            else:
+                demands.setdefault(demand.pipeline, []).append(demand)
+        names = {pp.name for pp in self.plan.scheduled} | set(demands)
+        if self.only is not None:
+            names &= {self.only}
+        for name in restrict(self.plan, names):
+            if self.rec.stop.is_set():
+                self.out.interrupted = True
+                break
+            if self.halted:
+                break
+            self._pipeline(self.plan.pipelines[name], demands.get(name, []), dry)
+        if dry or self.halted:
+            return
+        self._flush(final=True)
+        self._orphan_sweep()
+        sweep_markers(self.spool, self.now)
+
+    def _pipeline(self, pp: PipelinePlan, demands: list[Demand], dry: bool) -> None:
+        assert self.store is not None
+        row = self.rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
+        if pp.scheduled and pp.name not in self.rows:
+            self.dirty.add(pp.name)
+        in_flight = False
+        for claim in self.submitted.pop(pp.name, []):
+            resolution = resolve_claim(
+                self.store, claim, self.rec.clock(), registry=self.registry,
+                resolve_after=self.rec.options.resolve_after,
+            )
+            if resolution is None:
+                in_flight = True
+            elif dry:
+                row = row_after_outcome(row, resolution.outcome, resolution.finished_at, claim.submission_id)
+            else:
+                row = self._apply_resolution(resolution, row)
+        self.rows[pp.name] = row
+        decision = decide(
+            pp, row, now=self.now, in_flight=in_flight, history=_History(self.store),
+            budget=self._budget,
+        )
+        assert decision.row is not None
+        if decision.row_changed:
+            self.rows[pp.name] = decision.row
+            self.dirty.add(pp.name)
+        if pp.scheduled:
+            self.evaluated_names.append(pp.name)
+        due_source = decision.winner
+        logical = rfc3339(decision.logical_ts) if decision.logical_ts else None
+        executed = False
+        if decision.winner is not None and not dry:
+            executed = self._launch_declared(pp, decision)
+        for demand in demands:
+            entry = self._webhook(pp, demand, in_flight, dry)
+            decision.sources.append(entry)
+            if entry.reason == "due" and due_source is None:
+                due_source, logical = "webhook", rfc3339(demand.accepted_at)
+        self.out.evaluated.append(
+            Evaluated(
+                pipeline=pp.name, due=due_source is not None, due_source=due_source, logical_ts=logical,
+                sources=decision.sources,
+            )
+        )
+        self._skips(pp, decision.sources, executed)
+
+    def _skips(self, pp: PipelinePlan, sources: list[SourceEntry], executed: bool) -> None:
+        notable = [s for s in sources if s.reason in NOTABLE_REASONS]
+        if not notable and not executed and pp.scheduled:
+            notable = [s for s in sources if s.reason == "not_due"][:1]
+        for s in notable:
+            self.out.skipped.append(
+                Skipped(
+                    pipeline=pp.name, source=s.source, reason=s.reason, resume_at=s.resume_at,
+                    missed=s.missed, detail=s.detail,
+                )
+            )
+
+    # ------------------------------------------------------------------ launching
+
+    def _launch_declared(self, pp: PipelinePlan, decision: Decision) -> bool:
+        # Claim timestamps use the clock, not the tick instant: a tick that ran long children before this
+        # one must not make the claim look minutes older to the stuck-claim resolver.
+        assert self.store is not None and decision.winner is not None and decision.logical_ts is not None
+        source = decision.winner
+        entry = decision.entry(source)
+        assert entry is not None
+        if self.rec.stop.is_set():
+            self.out.interrupted = True
+            return False
+        # A cron occurrence is one demand forever; after/freshness demand recurs until the pipeline
+        # succeeds (a retry after backoff is a new claim), so its key carries the tick instant.
+        key = claim_key(pp.name, source, decision.logical_ts if source == "cron" else self.now)
+        expected_anchor = self.rows[pp.name].cron_anchor
+        submission_id = uuid.uuid4().hex
+        repo = ScheduleRepo(self.store)
+        claims = ClaimRepo(self.store)
+        with self.store.transaction():
+            current = repo.get(pp.name)
+            if source == "cron" and current is not None and current.cron_anchor != expected_anchor:
+                entry.reason, entry.detail = "dedup", "another reconciler already took this occurrence"
+                return False
+            if source != "cron" and claims.submitted(pp.name):
+                entry.reason = "in_flight"
+                return False
+            if not claims.submit(
+                claim_key=key, pipeline=pp.name, source=source, logical_ts=decision.logical_ts,
+                submission_id=submission_id, now=self.rec.clock(),
+            ):
+                entry.reason, entry.detail = "dedup", f"claim {key} already exists"
+                return False
+            row = self.rows[pp.name].with_(last_fire=self.now, last_fire_source=source)
+            if source == "cron" and decision.cron_fire is not None:
+                row = row.with_(
+                    cron=pp.cron, timezone=pp.timezone, cron_anchor=decision.cron_fire.new_anchor,
+                    next_fire_at=decision.cron_fire.next_fire_at,
+                )
+            self.rows[pp.name] = row
+            self.dirty.add(pp.name)
+            self._flush()
+        self._run(pp, source, key, decision.logical_ts, submission_id, "schedule")
+        return True
+
+    def _webhook(self, pp: PipelinePlan, demand: Demand, in_flight: bool, dry: bool) -> SourceEntry:
+        row = self.rows.get(pp.name)
+        if not pp.runnable:
+            detail = f"pipeline '{pp.name}' is a {pp.pipeline_type} pipeline, which rocky run cannot run"
+            if not dry:
+                self._finalize_unrunnable(demand, detail)
+            return SourceEntry(source="webhook", reason="config_error", detail=detail)
+        if row is not None and row.paused:
+            return SourceEntry(source="webhook", reason="paused", detail=f"deferred: {demand.demand_uid}")
+        if in_flight:
+            return SourceEntry(source="webhook", reason="in_flight", detail=f"deferred: {demand.demand_uid}")
+        if dry:
+            return SourceEntry(source="webhook", reason="due", detail=demand.demand_uid)
+        if self.halted or self.store is None:
+            return SourceEntry(source="webhook", reason="in_flight", detail="state store busy; deferred")
+        if self.rec.stop.is_set():
+            self.out.interrupted = True
+            return SourceEntry(source="webhook", reason="due", detail=demand.demand_uid)
+        assert self.store is not None
+        key = webhook_claim_key(demand.demand_uid)
+        submission_id = uuid.uuid4().hex
+        with self.store.transaction():
+            claimed = ClaimRepo(self.store).submit(
+                claim_key=key, pipeline=pp.name, source="webhook", logical_ts=demand.accepted_at,
+                submission_id=submission_id, now=self.rec.clock(),
+            )
+            if claimed:
+                row = (row or ScheduleRow(pipeline=pp.name)).with_(
+                    last_fire=self.now, last_fire_source="webhook"
+                )
+                self.rows[pp.name] = row
+                self.dirty.add(pp.name)
+                self._flush()
+        # The claim is committed: removing the file now can only lose the demand, never repeat it.
+        self._consume(demand)
+        if not claimed:
+            return SourceEntry(
+                source="webhook", reason="dedup", detail=f"demand {demand.demand_uid} already claimed"
+            )
+        self._run(pp, "webhook", key, demand.accepted_at, submission_id, "webhook")
+        return SourceEntry(source="webhook", reason="due", detail=demand.demand_uid)
+
+    def _run(
+        self,
+        pp: PipelinePlan,
+        source: str,
+        key: str,
+        logical_ts: datetime,
+        submission_id: str,
+        trigger: Trigger,
+    ) -> None:
+        """Close the store, run the child (with in-tick retries), reopen, finalize."""
+        attempts = 1
+        result = self._spawn(pp, trigger, submission_id, attempts)
+        outcome = _outcome(result)
+        while (
+            outcome == "failure" and attempts <= pp.retry_max and not result.timed_out
+            and not result.drained and not self.rec.stop.is_set()
+        ):
+            if not self._reopen():
+                break
+            assert self.store is not None
+            attempts += 1
+            ClaimRepo(self.store).record_attempt(key, attempts, self.rec.clock())
+            log.warning("scheduled run of %s failed (exit %s); retry %d of %d", pp.name, result.exit_code,
+                        attempts - 1, pp.retry_max)
+            result = self._spawn(pp, trigger, submission_id, attempts)
+            outcome = _outcome(result)
+        executed = Executed(
+            pipeline=pp.name, source=source, logical_ts=rfc3339(logical_ts), submission_id=submission_id,
+            exit_code=result.exit_code, outcome=outcome, attempts=attempts,
+            timed_out=result.timed_out or None,
+        )
+        self.out.executed.append(executed)
+        if not self._reopen():
+            log.error(
+                "state store %s stayed locked after the run of %s; its claim stays submitted and the next "
+                "tick finalizes it from the run record", self.state_path, pp.name,
+            )
+            self.halted = True
+            return
+        assert self.store is not None
+        finished = self.rec.clock()
+        with self.store.transaction():
+            ClaimRepo(self.store).complete(key, outcome, result.exit_code, attempts, finished)
+            row = self.rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
+            row = row_after_outcome(row, outcome, finished, submission_id)
+            self.rows[pp.name] = row
+            self.dirty.add(pp.name)
+            self._flush()
+        if outcome != "success" and not result.drained:
+            executed.incident = self._incident(
+                pp.name, source, outcome, logical_ts, submission_id, result.exit_code, attempts,
+                row.consecutive_failures, finished,
+            )
+
+    def _spawn(self, pp: PipelinePlan, trigger: Trigger, submission_id: str, attempt: int) -> ChildResult:
+        if self.store is not None:
+            self.store.close()  # the child is the writer now
+            self.store = None
+        request = ChildRequest(
+            pipeline=pp.name,
+            config_path=self.project.config.path,
+            state_path=self.state_path,
+            trigger=trigger,
+            submission_id=submission_id,
+            timeout_seconds=pp.timeout_minutes * 60 or None,
+            cwd=self.project.root,
+            attempt=attempt,
+        )
+        log.info("running %s (%s, submission %s, attempt %d)", pp.name, trigger, submission_id, attempt)
+
+        def started(pid: int) -> None:
+            self.registry.register(submission_id, pid, pp.name, self.rec.clock())
+
+        try:
+            return self.rec.spawner.run(request, started)
+        finally:
+            self.registry.forget(submission_id)
+
+    def _reopen(self) -> bool:
+        """Reopen the store after a child; a writer that grabbed it meanwhile is waited out briefly."""
+        opts = self.rec.options
+        for attempt in range(opts.reopen_attempts):
+            try:
+                self.store = StateStore.open(self.state_path, writer=True)
+                return True
+            except StateLockedError:
+                if attempt + 1 < opts.reopen_attempts:
+                    time.sleep(opts.reopen_pause_seconds)
+        return False
+
+    # ------------------------------------------------------------------ recovery
+
+    def _apply_resolution(self, res: Resolution, row: ScheduleRow) -> ScheduleRow:
+        assert self.store is not None
+        claim = res.claim
+        with self.store.transaction():
+            if not ClaimRepo(self.store).complete(claim.claim_key, res.outcome, None, None, self.now):
+                return row
+            known = claim.pipeline in self.rows or claim.pipeline in self.plan.pipelines
+            if known:
+                row = row_after_outcome(row, res.outcome, res.finished_at, claim.submission_id)
+                self.rows[claim.pipeline] = row
+                self.dirty.add(claim.pipeline)
+                self._flush()
+        how = f"run {res.run_id}" if res.run_id else "no run record, child gone"
+        log.warning(
+            "resolved claim %s left submitted by an earlier tick: %s (%s)", claim.claim_key, res.outcome, how
+        )
+        if res.outcome != "success":
+            self._incident(
+                claim.pipeline, claim.source, res.outcome, claim.logical_ts, claim.submission_id, None,
+                claim.attempts, row.consecutive_failures if known else None, self.now, res.run_id,
+            )
+        return row
+
+    def _orphan_sweep(self) -> None:
+        assert self.store is not None
+        for claims in self.submitted.values():
+            for claim in claims:
+                res = resolve_claim(
+                    self.store, claim, self.rec.clock(), registry=self.registry,
+                    resolve_after=self.rec.options.resolve_after,
+                )
+                if res is not None:
+                    row = self.rows.get(res.claim.pipeline) or ScheduleRow(pipeline=res.claim.pipeline)
+                    self._apply_resolution(res, row)
+        self.submitted.clear()
+        self._flush()
+
+    def _removed_pipeline_demand(self, demand: Demand, dry: bool) -> None:
+        detail = (
+            f"webhook demand {demand.demand_uid} names pipeline '{demand.pipeline}', which is no longer in "
+            "the config; finalized without running"
+        )
+        self.out.skipped.append(
+            Skipped(pipeline=demand.pipeline, source="webhook", reason="config_error", detail=detail)
+        )
+        if not dry:
+            self._finalize_unrunnable(demand, detail)
+
+    def _finalize_unrunnable(self, demand: Demand, detail: str) -> None:
+        assert self.store is not None
+        key = webhook_claim_key(demand.demand_uid)
+        claims = ClaimRepo(self.store)
+        with self.store.transaction():
+            claims.submit(
+                claim_key=key, pipeline=demand.pipeline, source="webhook", logical_ts=demand.accepted_at,
+                submission_id=uuid.uuid4().hex, now=self.now, attempts=0,
+            )
+            claims.release(key, self.now)
+        log.error("%s", detail)
+        self._consume(demand)
+
+    def _consume(self, demand: Demand) -> None:
+        try:
+            consume(self.spool, demand, self.now)
+        except SpoolError as exc:
+            log.error("%s", exc)
+            self.out.errors.append(str(exc))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _flush(self, final: bool = False) -> None:
+        """Write dirty cursors (joins an open transaction); the final flush stamps last_evaluated_at."""
+        if self.store is None:
+            return
+        repo = ScheduleRepo(self.store)
+        with self.store.transaction():
+            if final:
+                for name in self.evaluated_names:
+                    if name in self.dirty:
+                        self.rows[name] = self.rows[name].with_(last_evaluated_at=self.now)
+            repo.upsert_many(self.rows[n] for n in sorted(self.dirty) if n in self.rows)
+            self.dirty.clear()
+            if final and self.evaluated_names:
+                repo.touch_evaluated(self.evaluated_names, self.now)
+
+    def _budget(self, pp: PipelinePlan) -> int | None:
+        if pp.name not in self.budgets:
+            self.budgets[pp.name] = freshness_budget(self.project, pp)
+        return self.budgets[pp.name]
+
+    def _incident(
+        self,
+        pipeline: str,
+        source: str,
+        outcome: Outcome,
+        logical_ts: datetime | None,
+        submission_id: str,
+        exit_code: int | None,
+        attempts: int | None,
+        consecutive_failures: int | None,
+        recorded_at: datetime,
+        run_id: str | None = None,
+    ) -> str | None:
+        bundle = IncidentBundle(
+            recorded_at=recorded_at,
+            pipeline=pipeline,
+            source=source,
+            outcome=outcome,
+            logical_ts=logical_ts,
+            submission_id=submission_id,
+            exit_code=exit_code,
+            attempts=attempts,
+            consecutive_failures=consecutive_failures,
+            pointers=pointers_for(
+                config_path=self.project.config.path, submission_id=submission_id,
+                since=logical_ts or recorded_at, resident=self.rec.options.resident, run_id=run_id,
+            ),
+        )
+        try:
+            path = write_incident(self.dot_rocky / INCIDENTS_DIR, bundle)
+        except IncidentDirRefused as exc:
+            log.error("incident bundle for %s not written: %s", pipeline, exc)
+            return None
+        log.error("scheduled run of %s finished %s; incident bundle %s", pipeline, outcome, path)
+        return str(path)
+
+
+class _History:
+    def __init__(self, store: StateStore) -> None:
+        self._repo = ScheduleRepo(store)
+
+    def latest_success(self, pipeline: str) -> SuccessWindow | None:
+        return self._repo.latest_success(pipeline)
+
+
+def _outcome(result: ChildResult) -> Outcome:
+    if result.timed_out or result.drained:
+        return "failure"
+    return outcome_of_exit(result.exit_code)
+
+
+def tick_project(
+    project: Project,
+    *,
+    spawner: Spawner,
+    clock: Callable[[], datetime] = now_utc,
+    dry_run: bool = False,
+    pipeline: str | None = None,
+    options: ReconcilerOptions | None = None,
+) -> TickOutput:
+    """One tick with a fresh :class:`Reconciler` (the ``rocky tick`` path)."""
+    return Reconciler(spawner=spawner, clock=clock, options=options).tick(
+        project, dry_run=dry_run, pipeline=pipeline
+    )
+

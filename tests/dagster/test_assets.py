@@ -1,0 +1,237 @@
+"""load_rocky_assets and the multi-asset factory against the real playground and the real engine."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from dagster_rocky import RockyDagsterTranslator, RockyResource, build_rocky_assets, load_rocky_assets
+from dagster_rocky.assets import build_index
+from dagster_rocky.execution import choose_filters
+from dagster_rocky.types import DiscoverResult, SourceInfo
+
+CHECKS = """
+[pipeline.raw.checks]
+row_count = true
+column_match = true
+freshness = { threshold_seconds = 86400 }
+"""
+
+ORDERS = dg.AssetKey(["duckdb", "orders", "orders"])
+CUSTOMERS = dg.AssetKey(["duckdb", "orders", "customers"])
+PAYMENTS = dg.AssetKey(["duckdb", "payments", "payments"])
+
+
+@pytest.fixture
+def checked(playground: Path) -> Path:
+    """The playground with row_count / column_match / freshness checks on its replication pipeline."""
+    config = playground / "rocky.toml"
+    config.write_text(config.read_text() + CHECKS)
+    return config
+
+
+def _events(
+    result: dg.ExecuteInProcessResult,
+) -> tuple[dict[dg.AssetKey, dict], list[dg.AssetCheckEvaluation]]:
+    """Materialization metadata by key (raw values) and every check evaluation, from a finished run."""
+    mats: dict[dg.AssetKey, dict] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        assert mat.asset_key not in mats, f"two materializations for {mat.asset_key}"
+        mats[mat.asset_key] = {k: v.value for k, v in mat.metadata.items()}
+    return mats, list(result.get_asset_check_evaluations())
+
+
+def test_load_rocky_assets_one_spec_per_table(checked: Path) -> None:
+    specs = load_rocky_assets(RockyResource(config_path=str(checked)))
+    by_key = {s.key: s for s in specs}
+    assert set(by_key) == {ORDERS, CUSTOMERS, PAYMENTS}
+    orders = by_key[ORDERS]
+    assert orders.group_name == "orders"
+    assert orders.tags["rocky/source_type"] == "duckdb"
+    assert orders.tags["rocky/source"] == "orders"
+    assert orders.metadata["rocky/source_id"] == "raw__orders"
+    assert orders.metadata["rocky/row_count"] == 20000
+    assert orders.freshness_policy == dg.FreshnessPolicy.time_window(fail_window=timedelta(seconds=86400))
+    assert "rocky" in orders.kinds
+
+
+def test_no_freshness_policy_without_the_check(playground: Path) -> None:
+    specs = load_rocky_assets(RockyResource(config_path=str(playground / "rocky.toml")))
+    assert all(s.freshness_policy is None for s in specs)
+
+
+def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
+    rocky = RockyResource(config_path=str(checked))
+    assets = build_rocky_assets(rocky, pipeline="raw")
+    assert sorted(a.node_def.name for a in assets) == ["rocky_orders", "rocky_payments"]
+    assert {c.name for a in assets for c in a.check_keys} == {"row_count", "column_match", "freshness"}
+    result = dg.materialize(assets, resources={"rocky": rocky})
+    assert result.success
+    mats, checks = _events(result)
+    assert set(mats) == {ORDERS, CUSTOMERS, PAYMENTS}
+    orders = mats[ORDERS]
+    assert orders["dagster/row_count"] == 20000
+    assert orders["rows_copied"] == 20000
+    assert isinstance(orders["dagster/duration_ms"], int)
+    assert orders["strategy"] == "incremental"
+    assert orders["target_table_full_name"] == "playground.staging__orders.orders"
+    assert orders["watermark"]
+    assert str(orders["rocky/run_id"]).startswith("run-")
+    by_check = {(c.asset_key, c.check_name): c for c in checks}
+    assert len(by_check) == len(checks) == 9  # three tables x three checks, never two for one key
+    row_count = by_check[(ORDERS, "row_count")]
+    assert row_count.passed
+    assert row_count.metadata["source_count"].value == row_count.metadata["target_count"].value == 20000
+    assert by_check[(PAYMENTS, "column_match")].passed
+    freshness = by_check[(PAYMENTS, "freshness")]
+    assert not freshness.passed  # the seed data is older than a day
+    assert freshness.severity == dg.AssetCheckSeverity.WARN
+    assert freshness.metadata["threshold_seconds"].value == 86400
+
+
+def test_subset_runs_and_reports_only_the_selection(checked: Path) -> None:
+    rocky = RockyResource(config_path=str(checked))
+    assets = build_rocky_assets(rocky, pipeline="raw")
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        assets,
+        selection=dg.AssetSelection.assets(ORDERS).without_checks()
+        | dg.AssetSelection.checks(dg.AssetCheckKey(ORDERS, "row_count")),
+        resources={"rocky": rocky},
+        instance=instance,
+    )
+    assert result.success
+    mats, checks = _events(result)
+    assert set(mats) == {ORDERS}
+    assert [(c.asset_key, c.check_name) for c in checks] == [(ORDERS, "row_count")]
+    # `table=orders` ran just that table: customers was never copied
+    engine_runs = rocky.history().runs
+    assert len(engine_runs) == 1
+    con = duckdb.connect(str(checked.parent / "playground.duckdb"), read_only=True)
+    try:
+        tables = {
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'staging__orders'"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    assert tables == {"orders"}
+
+
+def test_failed_table_gets_no_materialization_and_fails_the_step(checked: Path) -> None:
+    con = duckdb.connect(str(checked.parent / "playground.duckdb"))
+    con.execute("create table raw__orders.broken as select 1 as id")  # no _fivetran_synced: cannot be copied
+    con.close()
+    rocky = RockyResource(config_path=str(checked))
+    assets = build_rocky_assets(rocky, pipeline="raw")
+    broken = dg.AssetKey(["duckdb", "orders", "broken"])
+    result = dg.materialize(assets, resources={"rocky": rocky}, raise_on_error=False)
+    assert not result.success
+    mats, checks = _events(result)
+    assert set(mats) == {ORDERS, CUSTOMERS, PAYMENTS}
+    assert broken not in mats
+    assert not any(c.asset_key == broken for c in checks)
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert [f.step_key for f in failures] == ["rocky_orders"]
+    error = failures[0].event_specific_data.error
+    assert error is not None
+    assert "duckdb.orders.broken (query-rejected): timestamp column '_fivetran_synced'" in error.message
+
+
+def test_declared_checks_the_engine_did_not_run_get_placeholders(playground: Path) -> None:
+    # No [pipeline.raw.checks]: the engine produces no check results, the declared ones get placeholders.
+    rocky = RockyResource(config_path=str(playground / "rocky.toml"))
+    assets = build_rocky_assets(rocky, pipeline="raw")
+    result = dg.materialize(assets, resources={"rocky": rocky})
+    _, checks = _events(result)
+    assert {(c.asset_key, c.check_name) for c in checks} == {
+        (k, n) for k in (ORDERS, CUSTOMERS, PAYMENTS) for n in ("row_count", "column_match")
+    }
+    assert all(c.passed and c.metadata["rocky/placeholder"].value is True for c in checks)
+
+
+def test_pipeline_is_required_when_the_project_has_several(playground: Path) -> None:
+    rocky = RockyResource(config_path=str(playground / "rocky.toml"))
+    assets = build_rocky_assets(rocky)  # no pipeline: the engine cannot choose
+    with pytest.raises(dg.Failure, match="several pipelines"):
+        dg.materialize(assets, resources={"rocky": rocky})
+
+
+class PrefixTranslator(RockyDagsterTranslator):
+    def get_asset_key(self, source: SourceInfo, table: object) -> dg.AssetKey:  # type: ignore[override]
+        return dg.AssetKey(["warehouse", "raw", table.name])  # type: ignore[attr-defined]
+
+    def get_group_name(self, source: SourceInfo) -> str:
+        return "replicated"
+
+
+def test_custom_translator_keys_map_engine_results(playground: Path) -> None:
+    rocky = RockyResource(config_path=str(playground / "rocky.toml"))
+    (group,) = build_rocky_assets(rocky, translator=PrefixTranslator(), pipeline="raw")
+    assert group.node_def.name == "rocky_replicated"
+    result = dg.materialize([group], resources={"rocky": rocky})
+    mats, _ = _events(result)
+    assert set(mats) == {dg.AssetKey(["warehouse", "raw", n]) for n in ("orders", "customers", "payments")}
+
+
+def test_duplicate_keys_are_refused_outside_tenant_mode() -> None:
+    discover = DiscoverResult.model_validate(
+        {
+            "sources": [
+                {"id": "a", "components": {"tenant": "x"}, "source_type": "t", "tables": [{"name": "o"}]},
+                {"id": "b", "components": {"tenant": "y"}, "source_type": "t", "tables": [{"name": "o"}]},
+            ]
+        }
+    )
+
+    class Flat(RockyDagsterTranslator):
+        def get_asset_key(self, source: SourceInfo, table: object) -> dg.AssetKey:  # type: ignore[override]
+            return dg.AssetKey(["o"])
+
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match="sources 'a' and 'b' both map table 'o'"):
+        build_index(discover, Flat())
+
+
+def test_filter_choice() -> None:
+    discover = DiscoverResult.model_validate(
+        {
+            "sources": [
+                {
+                    "id": "s1",
+                    "components": {"tenant": "acme", "c": "shop"},
+                    "source_type": "f",
+                    "tables": [{"name": "orders"}, {"name": "items"}],
+                },
+                {
+                    "id": "s2",
+                    "components": {"tenant": "acme", "c": "pay"},
+                    "source_type": "f",
+                    "tables": [{"name": "charges"}, {"name": "orders"}],
+                },
+                {
+                    "id": "s3",
+                    "components": {"tenant": "globex", "c": "shop"},
+                    "source_type": "f",
+                    "tables": [{"name": "orders"}],
+                },
+            ]
+        }
+    )
+    index = build_index(discover)
+    entries = index.entries
+    acme = [e for e in entries if e.source.components["tenant"] == "acme"]
+    assert choose_filters(acme, index) == ["tenant=acme"]
+    assert choose_filters([e for e in entries if e.source.id == "s1"], index) == ["id=s1"]
+    assert choose_filters([e for e in entries if e.table.name == "items"], index) == ["table=items"]
+    # 'orders' exists in several sources: a table= filter would run them all
+    assert choose_filters(
+        [e for e in entries if e.source.id == "s1" and e.table.name == "orders"], index
+    ) == ["id=s1"]
+    assert choose_filters([e for e in entries if e.source.id in ("s1", "s3")], index) == ["id=s1", "id=s3"]

@@ -1,0 +1,134 @@
+"""Dagster Pipes: the engine-side reporter under a real Pipes session, and run_pipes end to end."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from dagster_rocky import RockyResource
+from rocky_engine.run import runner
+from rocky_engine.run.output import RunOutput
+from rocky_engine.run.pipes_report import report_to_pipes
+
+ORDERS = dg.AssetKey(["duckdb", "orders", "orders"])
+CUSTOMERS = dg.AssetKey(["duckdb", "orders", "customers"])
+BROKEN = dg.AssetKey(["duckdb", "orders", "broken"])
+
+# A run result as the engine builds it: two tables materialized, one failed, checks on orders.
+REPORTER = textwrap.dedent(
+    """
+    from rocky_engine.run.output import RunOutput
+    from rocky_engine.run.pipes_report import report_to_pipes
+
+    out = RunOutput.model_validate({
+        "status": "PartialFailure",
+        "materializations": [
+            {"asset_key": ["duckdb", "orders", "orders"], "duration_ms": 7, "rows_copied": 20000,
+             "metadata": {"strategy": "incremental", "watermark": "2026-11-01T00:00:00",
+                          "target_table_full_name": "playground.staging__orders.orders"}},
+            {"asset_key": ["duckdb", "orders", "customers"], "duration_ms": 3, "rows_copied": 1000,
+             "metadata": {"strategy": "incremental", "target_table_full_name": "p.s.customers"}},
+            {"asset_key": ["duckdb", "orders", "unselected"], "duration_ms": 1,
+             "metadata": {"strategy": "incremental", "target_table_full_name": "p.s.unselected"}},
+        ],
+        "check_results": [
+            {"asset_key": ["duckdb", "orders", "orders"], "checks": [
+                {"name": "row_count", "passed": True, "severity": "error", "source_count": 20000,
+                 "target_count": 20000},
+                {"name": "freshness", "passed": False, "severity": "warning", "lag_seconds": 99,
+                 "threshold_seconds": 10},
+                {"name": "not_declared", "passed": True, "severity": "error"},
+            ]},
+        ],
+        "errors": [{"asset_key": ["duckdb", "orders", "broken"], "error": "boom", "failure_kind": "unknown"}],
+    })
+    print(report_to_pipes(out))
+    """
+)
+
+
+def test_engine_reporter_sends_selected_materializations_and_declared_checks(tmp_path: Path) -> None:
+    script = tmp_path / "reporter.py"
+    script.write_text(REPORTER)
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(k, skippable=True) for k in (ORDERS, CUSTOMERS, BROKEN)],
+        check_specs=[
+            dg.AssetCheckSpec("row_count", asset=ORDERS),
+            dg.AssetCheckSpec("freshness", asset=ORDERS),
+        ],
+    )
+    def replicated(context):  # type: ignore[no-untyped-def]
+        with dg.open_pipes_session(
+            context=context,
+            context_injector=dg.PipesEnvContextInjector(),
+            message_reader=dg.PipesTempFileMessageReader(),
+            extras={
+                "rocky": {
+                    "check_keys": [
+                        [list(k.asset_key.path), k.name] for k in context.selected_asset_check_keys
+                    ]
+                }
+            },
+        ) as session:
+            import subprocess
+
+            subprocess.run(
+                [sys.executable, str(script)],
+                env=session.get_bootstrap_env_vars()
+                | {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+                check=True,
+            )
+        yield from session.get_results(implicit_materializations=False)
+
+    result = dg.materialize([replicated], raise_on_error=False)
+    # Pipes steps must report every selected asset: the failed table fails the step, after the others.
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "duckdb__orders__broken" in str(failure.event_specific_data.error)  # type: ignore[union-attr]
+    mats = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        mats[mat.asset_key] = mat.metadata
+    assert set(mats) == {ORDERS, CUSTOMERS}  # not the failed table, not the unselected one
+    assert mats[ORDERS]["dagster/row_count"].value == 20000
+    assert mats[ORDERS]["watermark"].value == "2026-11-01T00:00:00"
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    assert set(checks) == {"row_count", "freshness"}  # the undeclared check is not sent
+    assert checks["row_count"].passed
+    assert not checks["freshness"].passed
+    assert checks["freshness"].severity == dg.AssetCheckSeverity.WARN
+
+
+def test_reporter_is_a_no_op_outside_pipes() -> None:
+    assert report_to_pipes(RunOutput(), environ={}) == 0
+
+
+ENGINE_REPORTS = "report_to_pipes" in inspect.getsource(runner)
+
+
+@pytest.mark.skipif(
+    not ENGINE_REPORTS,
+    reason="rocky_engine.run.runner.execute_run does not call report_to_pipes yet (engine-side hook pending)",
+)
+def test_run_pipes_end_to_end_on_the_playground(playground: Path) -> None:
+    rocky = RockyResource(config_path=str(playground / "rocky.toml"))
+
+    @dg.multi_asset(specs=[dg.AssetSpec(ORDERS, skippable=True), dg.AssetSpec(CUSTOMERS, skippable=True)])
+    def orders(context, rocky: RockyResource):  # type: ignore[no-untyped-def]
+        invocation = rocky.run_pipes(context, "id=raw__orders", pipeline="raw")
+        assert invocation.run_result.status == "Success"
+        yield from invocation.get_results()
+
+    result = dg.materialize([orders], resources={"rocky": rocky})
+    assert result.success
+    keys = {
+        e.event_specific_data.materialization.asset_key  # type: ignore[union-attr]
+        for e in result.get_asset_materialization_events()
+    }
+    assert keys == {ORDERS, CUSTOMERS}

@@ -1,0 +1,206 @@
+"""Test kit for child connectors: a project with one connector whose program is ``fake_connector.py``, run
+through a real ``rocky`` subprocess (or in process where a clock must be injected)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
+PROGRAM = Path(__file__).with_name("fake_connector.py")
+
+CONFIG = """\
+[adapter.default]
+type = "duckdb"
+path = "wh.duckdb"
+
+[connector.{name}]
+manifest = "conn/connector.toml"
+output_uri = "file://./landing"
+secrets = {secrets}
+target = {{ catalog = "wh", schema = "raw", table = "events" }}
+retries = {retries}
+keep_scratch = {keep}
+{extra}
+"""
+
+MANIFEST = """\
+protocol_version = 0
+name = "fake"
+command = {command}
+state_schema_version = {state_version}
+egress_hosts = ["api.example.com"]
+{extra}
+"""
+
+
+@dataclass
+class Cli:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads(self.stdout)
+        return doc
+
+    @property
+    def connector(self) -> dict[str, Any]:
+        value: dict[str, Any] = self.json["connector"]
+        return value
+
+
+@dataclass
+class ConnectorProject:
+    """``rocky.toml`` + ``conn/connector.toml`` + ``conn/prog.py`` + warehouse ``wh.duckdb`` (catalog wh)."""
+
+    root: Path
+    name: str = "fake"
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Path:
+        return self.root / "rocky.toml"
+
+    @property
+    def landing(self) -> Path:
+        return self.root / "landing"
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / ".rocky-state.db"
+
+    @property
+    def marker(self) -> Path:
+        return self.root / "marker"
+
+    def setup(
+        self,
+        mode: str = "ok",
+        *args: str,
+        retries: int = 0,
+        secrets: list[str] | None = None,
+        keep_scratch: bool = False,
+        extra: str = "",
+        manifest_extra: str = "",
+        state_version: int = 1,
+    ) -> ConnectorProject:
+        conn = self.root / "conn"
+        conn.mkdir(exist_ok=True)
+        program = conn / "prog.py"
+        program.write_text(f"#!{sys.executable}\n" + PROGRAM.read_text())
+        program.chmod(0o755)
+        command = json.dumps(["./prog.py", mode, *args])
+        (conn / "connector.toml").write_text(MANIFEST.format(
+            command=command, state_version=state_version, extra=textwrap.dedent(manifest_extra)))
+        self.config.write_text(CONFIG.format(
+            name=self.name, secrets=json.dumps(secrets or []), retries=retries,
+            keep=str(keep_scratch).lower(), extra=textwrap.dedent(extra)))
+        return self
+
+    def cli(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
+        proc = subprocess.run(
+            [*ROCKY, "-c", str(self.config), "--output", "json", *args],
+            capture_output=True, text=True, cwd=self.root, env=child_env({**self.env, **(env or {})}),
+            timeout=timeout,
+        )
+        return Cli(proc.returncode, proc.stdout, proc.stderr)
+
+    def load(self, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
+        return self.cli("load", "--connector", self.name, env=env, timeout=timeout)
+
+    def popen(self, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*ROCKY, "-c", str(self.config), "--output", "json", "load", "--connector", self.name],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.root,
+            env=child_env({**self.env, **(env or {})}),
+        )
+
+    def load_in_process(self, clock: Callable[[], datetime] | None = None) -> Any:
+        from rocky_engine.connectors.runner import execute_connector_load
+        from rocky_engine.project import load_project
+
+        env = child_env(self.env)
+        project = load_project(self.config, env=env)
+        if clock is None:
+            return execute_connector_load(project, self.name, env=env)
+        return execute_connector_load(project, self.name, env=env, clock=clock)
+
+    def rows(self, sql: str = "SELECT count(*) FROM wh.raw.events") -> list[tuple[Any, ...]]:
+        con = duckdb.connect(str(self.root / "wh.duckdb"))
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
+
+    def count(self) -> int:
+        return int(self.rows()[0][0])
+
+    def relations(self) -> list[str]:
+        rows = self.rows("SELECT table_name FROM information_schema.tables WHERE table_schema = 'raw' "
+                         "ORDER BY 1")
+        return [str(r[0]) for r in rows]
+
+    def state(self) -> dict[str, Any] | None:
+        if not self.state_path.exists():
+            return None
+        con = sqlite3.connect(self.state_path)
+        try:
+            con.row_factory = sqlite3.Row
+            row = con.execute("SELECT * FROM connector_state WHERE name = ?", (self.name,)).fetchone()
+            return dict(row) if row is not None else None
+        finally:
+            con.close()
+
+    def claims(self) -> dict[str, dict[str, Any]]:
+        con = sqlite3.connect(self.state_path)
+        try:
+            con.row_factory = sqlite3.Row
+            rows = con.execute("SELECT * FROM idempotency_keys").fetchall()
+            return {r["key"]: dict(r) for r in rows}
+        finally:
+            con.close()
+
+    def scratch_dirs(self) -> list[Path]:
+        return sorted(self.landing.iterdir()) if self.landing.exists() else []
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
+    env.update(extra or {})
+    return env
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); it is dead for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return True

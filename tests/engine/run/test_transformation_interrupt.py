@@ -1,0 +1,154 @@
+"""SIGINT / SIGTERM during a transformation run, and a warehouse file locked by another process."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import WarehouseProject
+
+# Seconds of work for DuckDB on this machine; the run is interrupted long before it finishes.
+SLOW_SQL = "SELECT count(*) AS n, sum(a.range * b.range) AS s FROM range(3000000) a, range(1000000) b"
+
+
+def start_and_signal(
+    wp: WarehouseProject, sig: signal.Signals, *args: str
+) -> tuple[int, dict[str, Any], str]:
+    """Start ``rocky run``, wait until it is building models, send ``sig``; return (exit, JSON, stderr)."""
+    proc = wp.popen("run", "--output", "json", *args)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    try:
+        while True:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if "model(s) to build" in line:
+                break
+        time.sleep(0.8)  # let the slow statement get going
+        assert proc.poll() is None, "".join(seen)
+        proc.send_signal(sig)
+        stdout, rest = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, json.loads(stdout), "".join(seen) + rest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_signal_interrupts_the_statement_and_records_the_run(
+    wp: WarehouseProject, sig: signal.Signals
+) -> None:
+    wp.model("slow", SLOW_SQL)
+    t0 = time.monotonic()
+    code, doc, stderr = start_and_signal(wp, sig)
+    assert time.monotonic() - t0 < 20  # the statement was cancelled, not waited out
+    assert code == 130
+    assert doc["interrupted"] is True
+    assert doc["status"] == "Failure"
+    assert doc["materializations"] == []
+    [error] = doc["errors"]
+    assert error["asset_key"] == ["wh", "main", "slow"]
+    assert error["error"].startswith("interrupted: ")
+    assert "Traceback" not in stderr
+    assert f"interrupted by {sig.name}" in stderr
+    [record] = wp.runs()
+    assert record.run_id == doc["run_id"]
+    assert record.interrupted is True
+    assert record.exit_code == 130
+    assert record.status == "Failure"
+    assert wp.relation_kind("main", "slow") is None
+
+
+@pytest.mark.slow
+def test_interrupt_keeps_finished_models_and_stops_scheduling(wp: WarehouseProject) -> None:
+    wp.model("fast", "SELECT 1 AS x")
+    wp.model("slow", SLOW_SQL)
+    wp.model("slow_child", "SELECT * FROM slow")
+    wp.model("zzz_later", "SELECT 2 AS x")
+    code, doc, stderr = start_and_signal(wp, signal.SIGTERM, "--parallel", "1")
+    assert code == 130
+    assert doc["interrupted"] is True
+    assert doc["status"] == "PartialFailure"
+    assert [m["asset_key"][-1] for m in doc["materializations"]] == ["fast"]
+    assert [e["asset_key"][-1] for e in doc["errors"]] == ["slow"]
+    assert [c["model"] for c in doc["contained"]] == ["slow_child"]
+    assert wp.relation_kind("main", "zzz_later") is None  # never started after the signal
+    assert "Traceback" not in stderr
+    [record] = wp.runs()
+    assert record.interrupted is True
+    assert [e.model_name for e in record.models_executed] == ["fast", "slow"]
+
+
+@pytest.mark.slow
+def test_interrupt_with_several_statements_in_flight(wp: WarehouseProject) -> None:
+    wp.model("slow_a", SLOW_SQL)
+    wp.model("slow_b", SLOW_SQL)
+    t0 = time.monotonic()
+    code, doc, stderr = start_and_signal(wp, signal.SIGINT, "--parallel", "2")
+    assert time.monotonic() - t0 < 20
+    assert code == 130
+    assert doc["interrupted"] is True
+    assert sorted(e["asset_key"][-1] for e in doc["errors"]) == ["slow_a", "slow_b"]
+    assert "Traceback" not in stderr
+    assert wp.runs()[0].interrupted is True
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    import duckdb
+    con = duckdb.connect(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.read()
+    con.close()
+    """
+)
+
+
+def test_locked_warehouse_file_is_a_recorded_failure_naming_the_file(wp: WarehouseProject) -> None:
+    """A warehouse that cannot be opened is a Failure run: exit 1, the JSON and one error line say which
+    file and what to do, and the run record keeps the attempt for `rocky history` and the scheduler."""
+    wp.model("a", "SELECT 1 AS x")
+    wp.sql("CREATE TABLE keep AS SELECT 1 AS x")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(wp.warehouse)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        res = wp.cli("run", "--output", "table")
+        res_json = wp.cli("run", "--output", "json")
+    finally:
+        holder.communicate(timeout=30)
+    expected = (
+        rf"DuckDB file {re.escape(str(wp.warehouse))} of adapter 'default' is locked by another "
+        rf"process \(PID {holder.pid}\); wait for that process to finish or stop it, then run again"
+    )
+    assert res.returncode == 1
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, res.stderr
+    assert re.search(expected, errors[0]), errors[0]
+    assert "Traceback" not in res.stderr
+    assert res_json.returncode == 1
+    doc = json.loads(res_json.stdout)
+    assert doc["status"] == "Failure"
+    assert doc["tables_copied"] == 0
+    assert doc["errors"][0]["failure_kind"] == "connection-failed"
+    assert re.fullmatch(expected, doc["errors"][0]["error"])
+    runs = wp.runs()
+    assert [r.status for r in runs] == ["Failure", "Failure"]
+    # once the holder is gone, the same run works
+    assert wp.cli("run", "--output", "json").returncode == 0
