@@ -4,13 +4,12 @@ Examples:
     .venv/bin/python bench/run_bench.py                          # everything, default rounds
     .venv/bin/python bench/run_bench.py --sizes 100 --rounds 1   # quick look
     .venv/bin/python bench/run_bench.py --only startup           # help / validate timings only
+    .venv/bin/python bench/run_bench.py --only workloads --workloads replication,drift --merge
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import platform
 import shlex
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from drift_workload import DriftResult, run_drift
 from harness import (
     BENCH_DIR,
     BENCH_VENV,
@@ -36,7 +36,12 @@ from harness import (
     run_startup,
     run_workload,
 )
+from replication_workload import ReplicationResult, run_replication
 from report import render
+from results_store import BenchRun, load, merged_earlier, save
+
+#: run once each (not per DAG size); every other workload is a transformation DAG timed per size
+ONCE_WORKLOADS = ("replication", "drift")
 
 
 def _csv(value: str) -> list[str]:
@@ -48,8 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes", default="100,1000", help="DAG sizes, comma separated (default 100,1000)")
     p.add_argument("--rounds", type=int, default=None,
                    help="interleaved rounds per size (default: env BENCH_ROUNDS, else 5 for N<=100, 3 above)")
-    p.add_argument("--workloads", default="realistic,overhead",
-                   help=f"comma separated, from {', '.join(WORKLOADS)}")
+    p.add_argument("--workloads", default=",".join([*WORKLOADS, *ONCE_WORKLOADS]),
+                   help=f"comma separated, from {', '.join([*WORKLOADS, *ONCE_WORKLOADS])} (replication and "
+                   "drift run once, not per size)")
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help="configurations to time (raw-serial always runs: it is the row-count reference)")
     p.add_argument("--skip-dbt", action="store_true", help="do not time dbt (no bench venv needed)")
@@ -58,10 +64,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--work-dir", default=str(BENCH_DIR / "work"), help="generated projects and run logs")
     p.add_argument("--out", default=str(BENCH_DIR / "results.md"))
+    p.add_argument("--render-only", action="store_true",
+                   help="measure nothing: rewrite OUT from the figures already in OUT's .json")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the sections of the existing results (read from OUT's .json) that this run "
+                   "does not measure again, each with its own command and machine facts")
     return p.parse_args(argv)
 
 
 def rounds_for(n: int, args: argparse.Namespace) -> int:
+    """Rounds for a DAG of `n` models; the replication workload uses `n = 0` (5 rounds by default)."""
     if args.rounds is not None:
         return int(args.rounds)
     if os.environ.get("BENCH_ROUNDS"):
@@ -116,42 +128,66 @@ def preflight(configs: tuple[str, ...], need_rocky: bool) -> None:
         raise BenchError(f"{DBT} not found: run `bash bench/setup_dbt.sh` first (make bench does)")
 
 
+def render_only(out: Path) -> int:
+    """Rewrite results.md from results.json (after a change to report.py; no figure changes)."""
+    runs = load(out.with_suffix(".json"))
+    if not runs:
+        print(f"render-only: no readable {out.with_suffix('.json')}", file=sys.stderr)
+        return 1
+    cur = runs[0]
+    out.write_text(render(cur.workloads, cur.startup, cur.facts, cur.command, replication=cur.replication,
+                          drift=cur.drift, earlier=runs[1:]))
+    log(f"wrote {out} from {out.with_suffix('.json')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configs = tuple(c for c in _csv(args.configs) if not (args.skip_dbt and c == "dbt"))
     unknown = [c for c in configs if c not in CONFIGS]
-    unknown += [w for w in _csv(args.workloads) if w not in WORKLOADS]
+    unknown += [w for w in _csv(args.workloads) if w not in WORKLOADS and w not in ONCE_WORKLOADS]
     if unknown:
         print(f"unknown configuration or workload: {', '.join(unknown)}", file=sys.stderr)
         return 2
+    if args.render_only:
+        return render_only(Path(args.out))
     work_dir = Path(args.work_dir).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     do_workloads = args.only != "startup"
     do_startup = args.only != "workloads"
+    dag_workloads = [w for w in _csv(args.workloads) if w in WORKLOADS] if do_workloads else []
+    once = [w for w in _csv(args.workloads) if w in ONCE_WORKLOADS] if do_workloads else []
     given = argv if argv is not None else sys.argv[1:]
     command = shlex.join([".venv/bin/python", "bench/run_bench.py", *given])
     try:
-        preflight(configs if do_workloads else (), need_rocky=do_startup or "rocky" in configs)
-        facts = machine_facts(with_dbt=do_workloads and "dbt" in configs)
+        preflight(configs if dag_workloads else (), need_rocky=do_startup or bool(once) or "rocky" in configs)
+        facts = machine_facts(with_dbt=bool(dag_workloads) and "dbt" in configs)
         workloads: list[WorkloadResult] = []
         startup: list[StartupResult] = []
+        replication: list[ReplicationResult] = []
+        drift: list[DriftResult] = []
         if do_startup:
             log("startup timings")
             startup = run_startup(args.startup_rounds, work_dir)
-        if do_workloads:
+        if dag_workloads:
             for n in (int(x) for x in _csv(args.sizes)):
-                for workload in _csv(args.workloads):
+                for workload in dag_workloads:
                     rounds = rounds_for(n, args)
                     workloads.append(run_workload(workload, n, rounds, configs, work_dir, args.seed))
+        if "replication" in once:
+            replication.append(run_replication(rounds_for(0, args), work_dir))
+        if "drift" in once:
+            drift.append(run_drift(work_dir))
     except BenchError as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     facts["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = Path(args.out)
-    out.write_text(render(workloads, startup, facts, command))
-    out.with_suffix(".json").write_text(json.dumps(
-        {"facts": facts, "command": command, "workloads": [dataclasses.asdict(w) for w in workloads],
-         "startup": [dataclasses.asdict(s) for s in startup]}, indent=1))
+    current = BenchRun(command, facts, workloads, startup, replication, drift)
+    earlier = merged_earlier(out.with_suffix(".json"), current) if args.merge else []
+    out.write_text(render(workloads, startup, facts, command, replication=replication, drift=drift,
+                          earlier=earlier))
+    save(out.with_suffix(".json"), current, earlier)
     log(f"wrote {out}")
     print(out.read_text())
     return 0

@@ -6,8 +6,6 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from dagster_rocky.translator import safe_tag_value
-
 #: run tag carried by every run a Rocky schedule starts (filter the run history on it)
 SCHEDULE_TAG = "rocky/schedule"
 
@@ -27,7 +25,7 @@ def build_rocky_schedule(
     Every run gets ``rocky/schedule=<name>``; ``tags`` merge on top, so a caller's own
     ``rocky/schedule`` wins (deliberately).
     """
-    run_tags = {SCHEDULE_TAG: safe_tag_value(name), **(tags or {})}
+    run_tags = {SCHEDULE_TAG: name, **(tags or {})}
     return dg.ScheduleDefinition(
         name=name,
         cron_schedule=cron_schedule,

@@ -15,11 +15,12 @@ def main() -> None:
         "SELECT table_schema, table_name, table_type FROM information_schema.tables "
         "WHERE table_schema = 'marts' ORDER BY table_name"
     ).fetchall()
-    print("\nmart            rows      kind")
-    print("--------------  --------  -----")
+    width = max([len("mart")] + [len(str(r[1])) for r in rows])
+    print(f"\n{'mart':<{width}}  {'rows':>8}  kind")
+    print(f"{'-' * width}  {'-' * 8}  -----")
     for schema, table, kind in rows:
         count = con.execute(f'SELECT count(*) FROM "{schema}"."{table}"').fetchone()
-        print(f"{table:<14}  {count[0] if count else 0:>8}  {'view' if kind == 'VIEW' else 'table'}")
+        print(f"{table:<{width}}  {count[0] if count else 0:>8}  {'view' if kind == 'VIEW' else 'table'}")
     con.close()
 
 

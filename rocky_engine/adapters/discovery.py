@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: discovery adapter type -> "module:Class"; the class is built as ``cls(config, adapter_name)``
 DISCOVERY_IMPLEMENTATIONS: dict[str, str] = {
-    "fivetran": "rocky_engine.adapters.fivetran_discovery:FivetranDiscovery",
+    "fivetran": "rocky_engine.adapters.fivetran:FivetranDiscovery",
 }
 
 

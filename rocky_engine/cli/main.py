@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "history": "rocky_engine.cli.history_cmd",
     "state": "rocky_engine.cli.state_cmd",
     "tick": "rocky_engine.cli.tick_cmd",
+    "serve": "rocky_engine.cli.serve_cmd",
     "doctor": "rocky_engine.cli.doctor_cmd",
     "brief": "rocky_engine.cli.brief_cmd",
     "ci": "rocky_engine.cli.ci_cmd",

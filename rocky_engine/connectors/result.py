@@ -79,12 +79,32 @@ def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_result(scratch: Path, *, state_schema_version: int, output_bytes: int) -> ConnectorResult:
+def read_result(
+    scratch: Path,
+    *,
+    state_schema_version: int,
+    output_bytes: int,
+    identity: tuple[int, int] | None = None,
+) -> ConnectorResult:
     """Read and check ``<scratch>/_rocky_result.json``.
+
+    Args:
+        scratch: the attempt's scratch directory.
+        state_schema_version: the manifest's.
+        output_bytes: the attempt's cap.
+        identity: ``(st_dev, st_ino)`` of the scratch directory when it was created; a program that
+            swapped the directory for a symlink or another directory would otherwise move "inside".
 
     Raises:
         ResultError: the first rule the result breaks, in words.
     """
+    if identity is not None:
+        try:
+            st = os.lstat(scratch)
+        except OSError as exc:
+            raise ResultError(f"the scratch directory {scratch} is gone: {exc}") from None
+        if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != identity:
+            raise ResultError(f"the scratch directory {scratch} was replaced while the program ran")
     doc = _load(scratch / RESULT_FILE)
     if "protocol_version" not in doc:
         raise ResultError(f"{RESULT_FILE} has no protocol_version; write \"protocol_version\": 0")
@@ -172,10 +192,13 @@ def _files(entries: Any, scratch: Path) -> list[ResultFile]:
         if absolute in seen:
             raise ResultError(f"{path!r} is listed twice; its rows would load twice")
         seen.add(absolute)
-        actual = absolute.stat().st_size
-        if actual != size:
-            raise ResultError(f"{path!r} has {actual} bytes, but the result says {size}")
-        _check_marker(path, absolute, actual)
+        try:
+            actual = absolute.stat().st_size
+            if actual != size:
+                raise ResultError(f"{path!r} has {actual} bytes, but the result says {size}")
+            _check_marker(path, absolute, actual)
+        except OSError as exc:
+            raise ResultError(f"{path!r} cannot be read: {exc}") from None
         checked.append((path, absolute, int(size), int(rows)))
     if not checked:
         return []

@@ -6,7 +6,10 @@
 The state store's writer lock is held only for the claim and for the commit, never while the program
 runs, so a second run of the same connector meets the claim (and skips, exit 0) instead of the lock.
 When the lock is busy Rocky waits for it (briefly for the claim, longer for the commit: a commit given up
-after the promote means the batch loads twice).
+after the promote means the batch loads twice). On a remote state backend each of those steps downloads
+the shared state first (``open_synced_store``), the claim is taken on the backend (atomic across
+machines), and the commit uploads the state (conditional on the downloaded generation with ``cas``)
+before it finalizes the claim there.
 
 The claim (seeds/child-connectors.md "What Rocky guarantees"):
 
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter
     from rocky_engine.connectors.promote import Promoter
     from rocky_engine.project import Project
-    from rocky_engine.state.store import StateStore
+    from rocky_engine.state.remote.sync import SyncedStore
 
 log = get_logger("connector")
 
@@ -91,21 +94,22 @@ def execute_connector_load(
     return out
 
 
-def open_writer_waiting(path: Path, wait_secs: float, purpose: str) -> StateStore:
-    """Open the state store as its writer, waiting up to ``wait_secs`` for another rocky's lock."""
-    from rocky_engine.state.store import StateStore
+def open_state_waiting(project: Project, wait_secs: float, purpose: str) -> SyncedStore:
+    """Open the state store as its writer (and download the remote state, on a remote backend), waiting up
+    to ``wait_secs`` for another rocky's writer lock."""
+    from rocky_engine.state.remote import open_synced_store
 
     deadline = time.monotonic() + wait_secs
     warned = False
     while True:
         try:
-            return StateStore.open(path, writer=True, on_newer="refuse")
+            return open_synced_store(project, on_newer="refuse")
         except StateLockedError:
             if time.monotonic() >= deadline:
                 raise
             if not warned:
                 log.warning("state store %s is locked by another rocky process; waiting up to %d s to %s",
-                            path, int(wait_secs), purpose)
+                            project.state_path(), int(wait_secs), purpose)
                 warned = True
             time.sleep(0.2)
 
@@ -131,7 +135,6 @@ class _Run:
         self.stop = stop
         self.on_interrupt = on_interrupt
         self.run_id = uuid.uuid4().hex
-        self.state_path = project.state_path()
         self.seq = 0
         self.key = ""
         self.claim_expires: datetime | None = None
@@ -141,17 +144,31 @@ class _Run:
         self.request_state: dict[str, object] | None = None
         #: the adapter whose statement a signal interrupts (only while staging)
         self.interruptible: WarehouseAdapter | None = None
+        #: True from the claim until the run decided its fate (freed, committed, or left in flight on
+        #: purpose after the promote was sent); an unexpected error meanwhile frees it
+        self.claim_open = False
 
     # ------------------------------------------------------------------ the run
 
     def execute(self) -> None:
         if not self._claim():
             return
-        result, scratch = self._attempts(self.request_state)
-        if result is None or scratch is None:
-            self._free_claim()
-            return
-        self._load(result, scratch)
+        self.claim_open = True
+        try:
+            result, scratch = self._attempts(self.request_state)
+            if result is None or scratch is None:
+                self._free_claim()
+                return
+            self._load(result, scratch)
+        except RockyError as exc:
+            # e.g. a scratch directory that cannot be created: a failure before the promote
+            self._fail(str(exc))
+            if self.claim_open:
+                self._free_claim()
+        except BaseException:
+            if self.claim_open:
+                self._free_claim()
+            raise
 
     def _fail(self, message: str) -> None:
         self.info.status = "failed"
@@ -163,7 +180,9 @@ class _Run:
     def _claim(self) -> bool:
         """Read the saved state and claim the batch; False when the run stops here."""
         plan = self.plan
-        with open_writer_waiting(self.state_path, CLAIM_LOCK_WAIT_SECS, "claim the batch") as store:
+        # On a remote backend the download brings the shared connector state, and the claim is taken on
+        # the backend (atomic across machines); nothing is uploaded here.
+        with open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "claim the batch") as store:
             saved = ConnectorStateRepo(store).get(plan.name)
             self.seq = saved.commit_seq if saved is not None else 0
             self.info.commit_seq_before = self.info.commit_seq_after = self.seq
@@ -206,8 +225,9 @@ class _Run:
         return True
 
     def _free_claim(self) -> None:
+        self.claim_open = False
         try:
-            with open_writer_waiting(self.state_path, COMMIT_LOCK_WAIT_SECS, "free the claim") as store:
+            with open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "free the claim") as store:
                 store.idempotency.finalize(self.key, self.run_id, False, self.clock())
         except RockyError as exc:
             log.error("connector %s: could not free claim %s (%s); it expires by itself", self.plan.name,
@@ -225,6 +245,7 @@ class _Run:
                 break
             self.info.attempts = attempt
             scratch = create_scratch(plan.output_dir, self.run_id, attempt)
+            created = os.lstat(scratch)
             request = {
                 "protocol_version": PROTOCOL_VERSION,
                 "run_id": self.run_id,
@@ -246,7 +267,8 @@ class _Run:
             if outcome.succeeded:
                 try:
                     result = read_result(scratch, state_schema_version=plan.state_schema_version,
-                                         output_bytes=plan.limits.output_bytes)
+                                         output_bytes=plan.limits.output_bytes,
+                                         identity=(created.st_dev, created.st_ino))
                 except RockyError as exc:
                     last = f"the result was refused: {exc}"
                 else:
@@ -332,8 +354,10 @@ class _Run:
             except RockyError as exc:
                 self._failed_before_promote(result, promoter, self._staging_error(exc))
                 return None
-            # From here a signal no longer interrupts anything: the promote and the commit finish.
+            # From here a signal no longer interrupts anything: the promote and the commit finish, and
+            # the claim stays in flight unless the state commit closes it.
             self.interruptible = None
+            self.claim_open = False
             if drift:
                 log.info("connector %s: drift handled: %s", plan.name, "; ".join(drift))
             try:
@@ -412,16 +436,30 @@ class _Run:
 
     def _commit(self, result: ConnectorResult) -> bool:
         plan = self.plan
+        self.claim_open = False  # the commit closes it, or a failed commit leaves it in flight on purpose
         try:
-            with open_writer_waiting(self.state_path, COMMIT_LOCK_WAIT_SECS, "commit the state") as store:
+            synced = open_state_waiting(self.project, COMMIT_LOCK_WAIT_SECS, "commit the state")
+            with synced as store:
+                # the fence compares with the state as downloaded now, not as read at the claim
+                now = self.clock()
                 new_seq = ConnectorStateRepo(store).commit(
                     plan.name,
                     expected_seq=self.seq,
                     schema_version=result.state_schema_version,
                     value_json=result.state_json,
                     run_id=self.run_id,
-                    now=self.clock(),
+                    now=now,
                 )
+                # With cas the upload is conditional on the downloaded generation, so the fence holds
+                # atomically; a lost race raises and the claim stays in flight.
+                synced.upload()
+                status = synced.status
+                if status is None or status.uploaded:
+                    store.idempotency.finalize(self.key, self.run_id, True, now)
+                else:
+                    log.warning("connector %s: the state was committed locally but not uploaded; the claim "
+                                "%s stays in flight on the backend, so after it expires the batch loads "
+                                "again", plan.name, self.key)
         except RockyError as exc:
             self._fail(
                 f"the state commit failed: {exc}. The batch is in the target but the state did not move; "

@@ -72,6 +72,13 @@ def remove_scratch(path: Path) -> bool:
     """
     if not path.exists() and not path.is_symlink():
         return True
+    if path.is_symlink():  # the program swapped its directory for a link: remove the link, not its target
+        try:
+            path.unlink()
+        except OSError as exc:
+            log.warning("could not remove %s: %s; remove it by hand", path, exc)
+            return False
+        return True
 
     def _retry(func: Callable[..., Any], target: str, _exc: Any) -> None:
         parent = os.path.dirname(target)

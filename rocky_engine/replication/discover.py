@@ -132,7 +132,7 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverR
         for source in sources:
             if source.id not in seen:
                 seen.add(source.id)
-                result.sources.append(_source_info(source))
+                result.sources.append(_source_info(source, name))
         result.failed_sources.extend(_failed_info(f) for f in outcome.failed_sources)
         if result.checks is None and pipeline.checks.enabled and pipeline.checks.freshness is not None:
             result.checks = DiscoverChecks(
@@ -141,7 +141,7 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverR
     return result
 
 
-def _source_info(source: DiscoveredSource) -> SourceInfo:
+def _source_info(source: DiscoveredSource, pipeline: str) -> SourceInfo:
     synced = source.last_sync_at
     return SourceInfo(
         id=source.id,
@@ -149,7 +149,8 @@ def _source_info(source: DiscoveredSource) -> SourceInfo:
         source_type=source.source_type,
         last_sync_at=synced.astimezone(UTC).isoformat().replace("+00:00", "Z") if synced else None,
         tables=[TableInfo(name=t.name, row_count=t.row_count) for t in source.tables],
-        metadata=source.metadata or None,
+        # The pipeline that replicates this source, so an orchestrator can run `--pipeline` without asking.
+        metadata={**(source.metadata or {}), "pipeline": pipeline},
     )
 
 

@@ -156,7 +156,6 @@ def execute_load(
     """
     from rocky_engine.adapters import open_adapter
     from rocky_engine.run.interrupt import InterruptGuard
-    from rocky_engine.state.store import StateStore
 
     pipeline = project.config.pipeline(name)
     if not isinstance(pipeline, LoadPipeline):
@@ -185,8 +184,12 @@ def execute_load(
     files = discover_files(pipeline, source_dir)
     out = LoadOutput(pipeline=name)
     on_newer: OnNewer = "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
-    with StateStore.open(project.state_path(), writer=True, on_newer=on_newer) as store, \
-            InterruptGuard() as guard:
+    from rocky_engine.state.remote.sync import open_synced_store
+
+    # On a remote [state] backend the store is downloaded into first and uploaded after, like a run, so
+    # loaded_files is never lost to the next run's download.
+    synced = open_synced_store(project, on_newer=on_newer)
+    with synced as store, InterruptGuard() as guard:
         if not files:
             log.warning("load pipeline '%s': no files to load in %s", name, source_dir)
         else:
@@ -198,6 +201,7 @@ def execute_load(
                 adapter.close()
             out.interrupted = guard.stop.is_set() or None
         _record_loaded(store, name, files, out, clock())
+        synced.upload()
     out.finish()
     out.duration_ms = int((time.perf_counter() - t0) * 1000)
     return out

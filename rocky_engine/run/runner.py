@@ -189,4 +189,8 @@ def execute_run(
                     out.status)
     # After the store is closed: a completion hook may itself call rocky (brief, another run).
     finish_run(sink, out)
+    # Under Dagster Pipes (RockyResource.run_pipes) report materializations and checks; a no-op otherwise.
+    from rocky_engine.run.pipes_report import report_to_pipes
+
+    report_to_pipes(out)
     return out

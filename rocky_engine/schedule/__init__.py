@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, SubprocessSpawner
     from rocky_engine.schedule.spool import Demand, SpoolError, SpoolWrite, list_demands, write_demand
     from rocky_engine.schedule.tick_lock import TickLock, TickLockInfo, inspect_tick_lock
+    from rocky_engine.schedule.view import schedule_status
 
 _EXPORTS: dict[str, str] = {
     "ChildRequest": "spawner",
@@ -41,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "list_demands": "spool",
     "scheduler_brief": "health",
     "scheduler_health": "health",
+    "schedule_status": "view",
     "tick_project": "reconciler",
     "write_demand": "spool",
 }
@@ -64,6 +66,7 @@ __all__ = [
     "build_plan",
     "inspect_tick_lock",
     "list_demands",
+    "schedule_status",
     "scheduler_brief",
     "scheduler_health",
     "tick_project",

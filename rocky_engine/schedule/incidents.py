@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rocky_engine.errors import StateError
+from rocky_engine.logs import get_logger
 from rocky_engine.state._time import rfc3339, utc
 
 INCIDENT_VERSION = 1
@@ -29,6 +30,8 @@ KEEP_NEWEST = 50
 INCIDENTS_DIR = "incidents"
 _NAME = re.compile(r"^\d{8}T\d{6}Z-[A-Za-z0-9_-]+-[0-9a-f]{8}\.json$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+log = get_logger("schedule")
 
 
 class IncidentDirRefused(StateError):
@@ -127,6 +130,20 @@ def write_incident(directory: Path, bundle: IncidentBundle, *, keep: int = KEEP_
     finally:
         os.close(dfd)
     return directory / name
+
+
+def record_incident(directory: Path, bundle: IncidentBundle) -> str | None:
+    """Write ``bundle`` and log it loudly; a refused directory is logged, not raised (the run's outcome
+    is already recorded). Returns the path, or None when nothing was written."""
+    try:
+        path = write_incident(directory, bundle)
+    except IncidentDirRefused as exc:
+        log.error("incident bundle for %s not written: %s", bundle.pipeline, exc)
+        return None
+    log.error(
+        "scheduled run of %s finished %s; incident bundle %s", bundle.pipeline, bundle.outcome, path
+    )
+    return str(path)
 
 
 def _own_files(dfd: int) -> list[str]:

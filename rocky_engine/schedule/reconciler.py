@@ -32,7 +32,6 @@ from rocky_engine.project import Project
 from rocky_engine.schedule.claims import (
     RESOLVE_AFTER,
     ChildRegistry,
-    Resolution,
     claim_key,
     outcome_of_exit,
     resolve_claim,
@@ -40,13 +39,6 @@ from rocky_engine.schedule.claims import (
     webhook_claim_key,
 )
 from rocky_engine.schedule.decide import Decision, decide
-from rocky_engine.schedule.incidents import (
-    INCIDENTS_DIR,
-    IncidentBundle,
-    IncidentDirRefused,
-    pointers_for,
-    write_incident,
-)
 from rocky_engine.schedule.output import (
     NOTABLE_REASONS,
     Evaluated,
@@ -56,12 +48,13 @@ from rocky_engine.schedule.output import (
     TickOutput,
 )
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
+from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
-from rocky_engine.schedule.spool import Demand, SpoolError, consume, list_demands, spool_dir_of, sweep_markers
+from rocky_engine.schedule.spool import Demand, list_demands, spool_dir_of, sweep_markers
 from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
-from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow, SuccessWindow
+from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
 from rocky_engine.state.store import StateStore
 
 log = get_logger("schedule")
@@ -136,7 +129,7 @@ class Reconciler:
 
 
 @dataclass
-class _Tick:
+class _Tick(Recovery):
     """The state of one tick (not reusable)."""
 
     rec: Reconciler
@@ -261,7 +254,7 @@ class _Tick:
                 row = self._apply_resolution(resolution, row)
         self.rows[pp.name] = row
         decision = decide(
-            pp, row, now=self.now, in_flight=in_flight, history=_History(self.store),
+            pp, row, now=self.now, in_flight=in_flight, history=ScheduleRepo(self.store),
             budget=self._budget,
         )
         assert decision.row is not None
@@ -477,76 +470,6 @@ class _Tick:
                     time.sleep(opts.reopen_pause_seconds)
         return False
 
-    # ------------------------------------------------------------------ recovery
-
-    def _apply_resolution(self, res: Resolution, row: ScheduleRow) -> ScheduleRow:
-        assert self.store is not None
-        claim = res.claim
-        with self.store.transaction():
-            if not ClaimRepo(self.store).complete(claim.claim_key, res.outcome, None, None, self.now):
-                return row
-            known = claim.pipeline in self.rows or claim.pipeline in self.plan.pipelines
-            if known:
-                row = row_after_outcome(row, res.outcome, res.finished_at, claim.submission_id)
-                self.rows[claim.pipeline] = row
-                self.dirty.add(claim.pipeline)
-                self._flush()
-        how = f"run {res.run_id}" if res.run_id else "no run record, child gone"
-        log.warning(
-            "resolved claim %s left submitted by an earlier tick: %s (%s)", claim.claim_key, res.outcome, how
-        )
-        if res.outcome != "success":
-            self._incident(
-                claim.pipeline, claim.source, res.outcome, claim.logical_ts, claim.submission_id, None,
-                claim.attempts, row.consecutive_failures if known else None, self.now, res.run_id,
-            )
-        return row
-
-    def _orphan_sweep(self) -> None:
-        assert self.store is not None
-        for claims in self.submitted.values():
-            for claim in claims:
-                res = resolve_claim(
-                    self.store, claim, self.rec.clock(), registry=self.registry,
-                    resolve_after=self.rec.options.resolve_after,
-                )
-                if res is not None:
-                    row = self.rows.get(res.claim.pipeline) or ScheduleRow(pipeline=res.claim.pipeline)
-                    self._apply_resolution(res, row)
-        self.submitted.clear()
-        self._flush()
-
-    def _removed_pipeline_demand(self, demand: Demand, dry: bool) -> None:
-        detail = (
-            f"webhook demand {demand.demand_uid} names pipeline '{demand.pipeline}', which is no longer in "
-            "the config; finalized without running"
-        )
-        self.out.skipped.append(
-            Skipped(pipeline=demand.pipeline, source="webhook", reason="config_error", detail=detail)
-        )
-        if not dry:
-            self._finalize_unrunnable(demand, detail)
-
-    def _finalize_unrunnable(self, demand: Demand, detail: str) -> None:
-        assert self.store is not None
-        key = webhook_claim_key(demand.demand_uid)
-        claims = ClaimRepo(self.store)
-        with self.store.transaction():
-            claims.submit(
-                claim_key=key, pipeline=demand.pipeline, source="webhook", logical_ts=demand.accepted_at,
-                submission_id=uuid.uuid4().hex, now=self.now, attempts=0,
-            )
-            claims.release(key, self.now)
-        log.error("%s", detail)
-        self._consume(demand)
-
-    def _consume(self, demand: Demand) -> None:
-        try:
-            consume(self.spool, demand, self.now)
-        except SpoolError as exc:
-            log.error("%s", exc)
-            self.out.errors.append(str(exc))
-
     # ------------------------------------------------------------------ helpers
 
     def _flush(self, final: bool = False) -> None:
@@ -568,51 +491,6 @@ class _Tick:
         if pp.name not in self.budgets:
             self.budgets[pp.name] = freshness_budget(self.project, pp)
         return self.budgets[pp.name]
-
-    def _incident(
-        self,
-        pipeline: str,
-        source: str,
-        outcome: Outcome,
-        logical_ts: datetime | None,
-        submission_id: str,
-        exit_code: int | None,
-        attempts: int | None,
-        consecutive_failures: int | None,
-        recorded_at: datetime,
-        run_id: str | None = None,
-    ) -> str | None:
-        bundle = IncidentBundle(
-            recorded_at=recorded_at,
-            pipeline=pipeline,
-            source=source,
-            outcome=outcome,
-            logical_ts=logical_ts,
-            submission_id=submission_id,
-            exit_code=exit_code,
-            attempts=attempts,
-            consecutive_failures=consecutive_failures,
-            pointers=pointers_for(
-                config_path=self.project.config.path, submission_id=submission_id,
-                since=logical_ts or recorded_at, resident=self.rec.options.resident, run_id=run_id,
-            ),
-        )
-        try:
-            path = write_incident(self.dot_rocky / INCIDENTS_DIR, bundle)
-        except IncidentDirRefused as exc:
-            log.error("incident bundle for %s not written: %s", pipeline, exc)
-            return None
-        log.error("scheduled run of %s finished %s; incident bundle %s", pipeline, outcome, path)
-        return str(path)
-
-
-class _History:
-    def __init__(self, store: StateStore) -> None:
-        self._repo = ScheduleRepo(store)
-
-    def latest_success(self, pipeline: str) -> SuccessWindow | None:
-        return self._repo.latest_success(pipeline)
-
 
 def _outcome(result: ChildResult) -> Outcome:
     if result.timed_out or result.drained:

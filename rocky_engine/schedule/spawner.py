@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import IO, Literal, Protocol
 
 from rocky_engine.logs import get_logger
 
@@ -33,7 +33,8 @@ _STRIPPED_ENV = ("ROCKY_IDEMPOTENCY_KEY", "ROCKY_SUBMISSION_ID", "ROCKY_RUN_TRIG
 
 log = get_logger("schedule")
 
-Trigger = Literal["schedule", "webhook"]
+#: ``manual`` is a job the server runs on request (``POST /api/v1/jobs/run``); its record says Manual.
+Trigger = Literal["schedule", "webhook", "manual"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class ChildRequest:
     timeout_seconds: float | None
     cwd: Path
     attempt: int = 1
+    #: more ``rocky run`` flags (the server's ``--filter key=value``), appended after ``--output json``
+    extra_args: tuple[str, ...] = ()
+    #: where the child's stdout (its JSON result) goes; None discards it
+    stdout_path: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ def child_argv(request: ChildRequest, command: Sequence[str]) -> list[str]:
         "-c", str(request.config_path),
         "--state-path", str(request.state_path),
         "run", "--pipeline", request.pipeline, "--output", "json",
+        *request.extra_args,
     ]
 
 
@@ -114,10 +120,14 @@ class SubprocessSpawner:
         env = child_env(request, os.environ if self._env is None else self._env)
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(
-                argv, cwd=request.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            with contextlib.ExitStack() as stack:
+                stdout: int | IO[bytes] = subprocess.DEVNULL
+                if request.stdout_path is not None:
+                    stdout = stack.enter_context(open(request.stdout_path, "wb"))
+                proc = subprocess.Popen(
+                    argv, cwd=request.cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                    start_new_session=True,
+                )
         except OSError as exc:
             log.error("could not start the scheduled run of %s: %s", request.pipeline, exc)
             return ChildResult(CANNOT_START, started=False)

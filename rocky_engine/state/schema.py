@@ -158,8 +158,16 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_submitted ON jobs (submitted_at DESC);
 """
 
+# rocky serve's jobs: which server process owns a job (a restarted or second server must not fail a job
+# whose owner is alive), the attempt of a scheduled run, and an index for "the unfinished ones".
+_V2 = """
+ALTER TABLE jobs ADD COLUMN owner TEXT;                -- JSON {pid, hostname, started_at} of the server
+ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX jobs_state ON jobs (state);
+"""
+
 #: Ordered migrations; index i holds the script that takes a store from version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 #: The schema version this engine writes.
 SCHEMA_VERSION: int = len(MIGRATIONS)

@@ -65,6 +65,7 @@ def test_no_freshness_policy_without_the_check(playground: Path) -> None:
     assert all(s.freshness_policy is None for s in specs)
 
 
+@pytest.mark.slow
 def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
     rocky = RockyResource(config_path=str(checked))
     assets = build_rocky_assets(rocky, pipeline="raw")
@@ -94,6 +95,7 @@ def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
     assert freshness.metadata["threshold_seconds"].value == 86400
 
 
+@pytest.mark.slow
 def test_subset_runs_and_reports_only_the_selection(checked: Path) -> None:
     rocky = RockyResource(config_path=str(checked))
     assets = build_rocky_assets(rocky, pipeline="raw")
@@ -125,6 +127,7 @@ def test_subset_runs_and_reports_only_the_selection(checked: Path) -> None:
     assert tables == {"orders"}
 
 
+@pytest.mark.slow
 def test_failed_table_gets_no_materialization_and_fails_the_step(checked: Path) -> None:
     con = duckdb.connect(str(checked.parent / "playground.duckdb"))
     con.execute("create table raw__orders.broken as select 1 as id")  # no _fivetran_synced: cannot be copied
@@ -157,11 +160,14 @@ def test_declared_checks_the_engine_did_not_run_get_placeholders(playground: Pat
     assert all(c.passed and c.metadata["rocky/placeholder"].value is True for c in checks)
 
 
-def test_pipeline_is_required_when_the_project_has_several(playground: Path) -> None:
+def test_pipeline_comes_from_discover_when_the_project_has_several(playground: Path) -> None:
+    """discover names each source's pipeline (metadata.pipeline), so no `pipeline=` is needed."""
     rocky = RockyResource(config_path=str(playground / "rocky.toml"))
-    assets = build_rocky_assets(rocky)  # no pipeline: the engine cannot choose
-    with pytest.raises(dg.Failure, match="several pipelines"):
-        dg.materialize(assets, resources={"rocky": rocky})
+    assets = build_rocky_assets(rocky)
+    result = dg.materialize(assets, resources={"rocky": rocky})
+    assert result.success
+    mats, _ = _events(result)
+    assert {k.path[-1] for k in mats} == {"orders", "customers", "payments"}
 
 
 class PrefixTranslator(RockyDagsterTranslator):
@@ -235,3 +241,48 @@ def test_filter_choice() -> None:
         [e for e in entries if e.source.id == "s1" and e.table.name == "orders"], index
     ) == ["id=s1"]
     assert choose_filters([e for e in entries if e.source.id in ("s1", "s3")], index) == ["id=s1", "id=s3"]
+
+
+def _seed_fivetran_warehouse(config: Path) -> None:
+    """The tables the fake Fivetran connectors landed, in the project's DuckDB warehouse."""
+    con = duckdb.connect(str(config.parent / "warehouse.duckdb"))
+    try:
+        for schema, tables in {
+            "src__acme__shopify": ["orders", "customers"],
+            "src__acme__stripe": ["charges"],
+            "src__globex__shopify": ["orders"],
+        }.items():
+            con.execute(f"create schema {schema}")
+            for table in tables:
+                con.execute(f"create table {schema}.{table} as select range as id from range(7)")
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_tenant_partitions_run_one_tenant(fivetran_project: Path) -> None:
+    _seed_fivetran_warehouse(fivetran_project)
+    rocky = RockyResource(config_path=str(fivetran_project))
+    tenants = dg.DynamicPartitionsDefinition(name="tenants")
+    assets = build_rocky_assets(rocky, pipeline="raw", tenant_component="tenant", partitions_def=tenants)
+    shopify_orders = dg.AssetKey(["fivetran", "shopify", "orders"])
+    # one group per connector (the tenant is the partition): shopify and stripe
+    assert sorted(a.node_def.name for a in assets) == ["rocky_shopify", "rocky_stripe"]
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("tenants", ["acme", "globex"])
+    result = dg.materialize(assets, partition_key="globex", resources={"rocky": rocky}, instance=instance)
+    assert result.success
+    mats, _ = _events(result)
+    assert set(mats) == {shopify_orders}  # globex has only shopify orders
+    assert mats[shopify_orders]["rows_copied"] == 7
+    assert mats[shopify_orders]["target_table_full_name"] == "warehouse.stg__globex__shopify.orders"
+    (run,) = rocky.history().runs
+    acme = dg.materialize(assets, partition_key="acme", resources={"rocky": rocky}, instance=instance)
+    acme_mats, _ = _events(acme)
+    assert set(acme_mats) == {
+        shopify_orders,
+        dg.AssetKey(["fivetran", "shopify", "customers"]),
+        dg.AssetKey(["fivetran", "stripe", "charges"]),
+    }
+    assert len(rocky.history().runs) == 1 + 2  # acme: one run per group step
+    assert run.run_id not in {r.run_id for r in rocky.history().runs[:2]}

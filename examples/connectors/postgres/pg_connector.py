@@ -73,8 +73,7 @@ def which(program):
 
 
 def duckdb_version(duckdb):
-    done = subprocess.run([duckdb, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, check=False)
+    done = subprocess.run([duckdb, "--version"], capture_output=True, text=True, check=False)
     match = re.search(r"v(\d+\.\d+\.\d+)", done.stdout)
     return match.group(1) if match else None
 
@@ -117,48 +116,49 @@ def read_cursor(state):
         return None
     version = state.get("schema_version")
     if version != STATE_SCHEMA_VERSION:
-        raise ConnectorFailure("state schema_version %r is not %d, the only one this connector knows"
-                               % (version, STATE_SCHEMA_VERSION))
+        raise ConnectorFailure(
+            f"state schema_version {version!r} is not {STATE_SCHEMA_VERSION}, the only one this connector "
+            "knows"
+        )
     cursor = (state.get("value") or {}).get("cursor")
     if cursor is None:
         return None
     if not isinstance(cursor, str) or not _CURSOR.match(cursor):
-        raise ConnectorFailure("saved cursor %r is not of the form YYYY-MM-DDTHH:MM:SS.ffffffZ" % (cursor,))
+        raise ConnectorFailure(f"saved cursor {cursor!r} is not of the form YYYY-MM-DDTHH:MM:SS.ffffffZ")
     return cursor
 
 
 def build_sql(extension, table, column, cursor, out_file):
     schema, _, name = table.rpartition(".")
-    source = "pg.%s.%s" % (quote_ident(schema or "public"), quote_ident(name))
-    col = "CAST(%s AS TIMESTAMPTZ)" % quote_ident(column)
-    above = "" if cursor is None else " AND %s > TIMESTAMPTZ %s" % (col, sql_string(cursor))
+    source = f"pg.{quote_ident(schema or 'public')}.{quote_ident(name)}"
+    col = f"CAST({quote_ident(column)} AS TIMESTAMPTZ)"
+    above = "" if cursor is None else f" AND {col} > TIMESTAMPTZ {sql_string(cursor)}"
     return "\n".join([
         "SET autoinstall_known_extensions = false;",
         "SET autoload_known_extensions = false;",
         "SET TimeZone = 'UTC';",
-        "LOAD %s;" % sql_string(extension),
+        f"LOAD {sql_string(extension)};",
         "ATTACH '' AS pg (TYPE postgres, READ_ONLY);",
         # One query reads the candidate rows, so M and the rows come from the same snapshot.
-        "CREATE TEMP TABLE candidates AS SELECT * FROM %s WHERE %s IS NOT NULL%s;"
-        % (source, quote_ident(column), above),
+        f"CREATE TEMP TABLE candidates AS SELECT * FROM {source} "
+        f"WHERE {quote_ident(column)} IS NOT NULL{above};",
         "CREATE TEMP TABLE batch AS SELECT * FROM candidates "
-        "WHERE %s < (SELECT max(%s) FROM candidates);" % (col, col),
-        "COPY batch TO %s (FORMAT parquet);" % sql_string(out_file),
-        "SELECT count(*) AS n_rows, strftime(max(%s), %s) AS new_cursor FROM batch;"
-        % (col, sql_string(CURSOR_FORMAT)),
+        f"WHERE {col} < (SELECT max({col}) FROM candidates);",
+        f"COPY batch TO {sql_string(out_file)} (FORMAT parquet);",
+        f"SELECT count(*) AS n_rows, strftime(max({col}), {sql_string(CURSOR_FORMAT)}) AS new_cursor "
+        "FROM batch;",
     ]) + "\n"
 
 
 def run_duckdb(duckdb, sql, scratch):
     done = subprocess.run([duckdb, "-json", "-bail", ":memory:"], input=sql, cwd=scratch,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          check=False)
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise ConnectorFailure("duckdb exited with code %d: %s"
-                               % (done.returncode, (done.stderr or done.stdout).strip()))
+        detail = (done.stderr or done.stdout).strip()
+        raise ConnectorFailure(f"duckdb exited with code {done.returncode}: {detail}")
     arrays = re.findall(r"\[\{.*?\}\]", done.stdout, flags=re.S)
     if not arrays:
-        raise ConnectorFailure("duckdb printed no result row: %s" % done.stdout.strip()[:500])
+        raise ConnectorFailure(f"duckdb printed no result row: {done.stdout.strip()[:500]}")
     return json.loads(arrays[-1])[0]
 
 
@@ -166,20 +166,22 @@ def main(argv):
     args = parse_args(argv)
     request = json.load(sys.stdin)
     if request.get("protocol_version") != PROTOCOL_VERSION:
-        raise ConnectorFailure("request protocol_version %r is not 0" % (request.get("protocol_version"),))
+        raise ConnectorFailure(f"request protocol_version {request.get('protocol_version')!r} is not 0")
     scratch = request["output_dir"]
     cursor = read_cursor(request.get("state"))
     duckdb = which(args.duckdb)
     if duckdb is None:
-        raise ConnectorFailure("the duckdb CLI %r was not found on PATH (pip install duckdb-cli)" % args.duckdb)
+        raise ConnectorFailure(
+            f"the duckdb CLI {args.duckdb!r} was not found on PATH (pip install duckdb-cli)"
+        )
     extension = args.extension or find_extension(duckdb, duckdb_version(duckdb))
     if extension is None or not os.path.isfile(extension):
         raise ConnectorFailure("the DuckDB postgres extension was not found; pass --extension PATH or "
                                "pip install duckdb-extension-postgres next to duckdb-cli")
     table_name = args.table.rpartition(".")[2]
-    file_name = args.file_name or "%s.parquet" % table_name
+    file_name = args.file_name or f"{table_name}.parquet"
     if not _NAME.match(file_name):
-        raise ConnectorFailure("--file-name %r must be a plain file name" % file_name)
+        raise ConnectorFailure(f"--file-name {file_name!r} must be a plain file name")
     out_file = os.path.join(scratch, file_name)
     sql = build_sql(link_extension(extension, scratch), args.table, args.cursor_column, cursor, out_file)
     summary = run_duckdb(duckdb, sql, scratch)
@@ -187,11 +189,11 @@ def main(argv):
     files = []
     if rows == 0:
         os.remove(out_file)  # no qualifying row: no file, and the cursor stays where it was
-        print("no new rows below the newest %s value; cursor stays at %s" % (args.cursor_column, cursor))
+        print(f"no new rows below the newest {args.cursor_column} value; cursor stays at {cursor}")
     else:
         cursor = summary["new_cursor"]
         files.append({"path": file_name, "bytes": os.path.getsize(out_file), "rows": rows})
-        print("extracted %d rows from %s; cursor now %s" % (rows, args.table, cursor))
+        print(f"extracted {rows} rows from {args.table}; cursor now {cursor}")
     result = {
         "protocol_version": PROTOCOL_VERSION,
         "files": files,
@@ -206,5 +208,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
     except ConnectorFailure as exc:
-        sys.stderr.write("pg_connector: %s\n" % exc)
+        sys.stderr.write(f"pg_connector: {exc}\n")
         sys.exit(2)

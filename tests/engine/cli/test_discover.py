@@ -36,6 +36,7 @@ def test_discover_json(project: ReplicationProject) -> None:
             "source_type": "duckdb",
             "last_sync_at": None,
             "tables": [{"name": "orders", "row_count": 7}],
+            "metadata": {"pipeline": "raw"},
         },
         {
             "id": "src__globex__eu",
@@ -43,6 +44,7 @@ def test_discover_json(project: ReplicationProject) -> None:
             "source_type": "duckdb",
             "last_sync_at": None,
             "tables": [{"name": "customers", "row_count": 2}, {"name": "orders", "row_count": 3}],
+            "metadata": {"pipeline": "raw"},
         },
     ]
     assert doc["excluded_tables"] == ["src__acme__us__west.audit_log"]

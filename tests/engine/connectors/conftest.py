@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.engine.connectors.kit import ConnectorProject
+from tests.engine.connectors.toolchain import duckdb_pg_toolchain
+
+__all__ = ["cp", "duckdb_pg_toolchain"]
 
 
 @pytest.fixture

@@ -3,10 +3,13 @@ commit: at least once, never lost (seeds/child-connectors.md "What Rocky guarant
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from rocky_engine.state.store import StateStore
 from tests.engine.connectors.kit import ConnectorProject, pid_alive, wait_for
@@ -28,6 +31,14 @@ class Watched:
 
     def saw(self, text: str) -> bool:
         return any(text in line for line in self.lines)
+
+    def finish(self, timeout: float = 60) -> str:
+        """Wait for the end; returns stdout (stderr stays with the reader thread)."""
+        assert self.proc.stdout is not None
+        out = self.proc.stdout.read()
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return out
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -87,6 +98,7 @@ def test_kill_between_promote_and_commit_loads_the_batch_twice_never_loses_it(cp
     assert out.exit_code() == 0
 
 
+@pytest.mark.slow
 def test_kill_after_the_commit_loses_nothing_and_loads_nothing_twice(cp: ConnectorProject) -> None:
     cp.setup("ok")
     run = Watched(cp.popen())
@@ -111,10 +123,8 @@ def test_commit_fence_refuses_a_moved_commit_seq(cp: ConnectorProject) -> None:
         conn.execute("INSERT INTO connector_state (name, commit_seq, schema_version, value, committed_at) "
                      "VALUES ('fake', 5, 1, '{\"cursor\": 0}', '2026-01-01T00:00:00.000000Z')")
     (cp.root / "go").touch()
-    out, _ = run.proc.communicate(timeout=60)
+    out = run.finish()
     assert run.proc.returncode == 1
-    import json
-
     doc = json.loads(out)
     error = doc["connector"]["error"]
     assert "commit_seq moved from 0 to 5 since this run claimed its batch; the state commit is refused" \
@@ -122,3 +132,18 @@ def test_commit_fence_refuses_a_moved_commit_seq(cp: ConnectorProject) -> None:
     assert doc["files_loaded"] == 1  # the rows are in the table
     assert cp.claims()["connector:fake:0"]["state"] == "in_flight"
     assert len(cp.scratch_dirs()) == 1  # kept: the child succeeded, the run failed afterwards
+
+
+def test_a_second_run_skips_while_the_first_is_in_flight(cp: ConnectorProject) -> None:
+    cp.setup("wait_then_ok", f"marker={cp.marker}", f"go={cp.root / 'go'}")
+    first = Watched(cp.popen())
+    wait_for(cp.marker.exists, what="the program to start")
+    # the first run holds the claim but not the state store's lock: the second meets the claim
+    second = cp.load()
+    assert second.returncode == 0, second.stderr
+    assert second.connector["status"] == "skipped"
+    (cp.root / "go").touch()
+    out = first.finish()
+    assert first.proc.returncode == 0
+    assert json.loads(out)["connector"]["status"] == "loaded"
+    assert cp.count() == 3

@@ -56,6 +56,7 @@ def test_output_watchdog_stops_a_program_writing_too_much(cp: ConnectorProject) 
     assert cp.scratch_dirs() == []
 
 
+@pytest.mark.slow
 def test_children_that_outlive_the_program_are_stopped(cp: ConnectorProject) -> None:
     cp.setup("orphan", f"marker={cp.marker}")
     res = cp.load()

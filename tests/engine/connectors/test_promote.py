@@ -110,3 +110,22 @@ def test_leftover_staging_of_crashed_runs_is_dropped_but_not_live_ones(cp: Conne
     assert res.returncode == 0, res.stderr
     assert f"left behind by crashed run {dead}" in res.stderr
     assert cp.relations() == ["events", f"events__rocky_stg_{live}", "events__rocky_stg_not_a_run_id"]
+
+
+def test_failed_promote_leaves_the_claim_in_flight(cp: ConnectorProject) -> None:
+    cp.setup("schema", "cols=id:null")
+    con = duckdb.connect(str(cp.root / "wh.duckdb"))
+    con.execute("CREATE SCHEMA raw")
+    con.execute("CREATE TABLE raw.events (id BIGINT NOT NULL)")
+    con.close()
+    res = cp.load()
+    assert res.returncode == 1
+    error = res.connector["error"]
+    assert error.startswith("the promote failed: ")
+    assert "NOT NULL" in error
+    assert "the claim connector:fake:0 stays in flight until it expires" in error
+    assert res.json["files_failed"] == 1 and res.json["files"][0]["rows"] == 0
+    assert cp.claims()["connector:fake:0"]["state"] == "in_flight"
+    assert cp.relations() == ["events"]  # staging dropped
+    assert len(cp.scratch_dirs()) == 1
+    assert cp.state() is None

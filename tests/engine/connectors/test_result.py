@@ -141,3 +141,17 @@ def test_output_cap(scratch: Path) -> None:
 def test_state_at_exactly_one_mib_is_allowed(scratch: Path) -> None:
     result(scratch, [], state={"schema_version": 1, "value": "x" * (MAX_STATE_BYTES - 2)})
     assert len(check(scratch).state_json) == MAX_STATE_BYTES
+
+
+def test_swapped_scratch_directory_is_refused(scratch: Path, tmp_path: Path) -> None:
+    st = os.lstat(scratch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result(elsewhere, [parquet(elsewhere, "a.parquet")])
+    scratch.rmdir()
+    os.symlink(elsewhere, scratch)
+    with pytest.raises(ResultError, match="was replaced while the program ran"):
+        read_result(scratch, state_schema_version=1, output_bytes=CAP, identity=(st.st_dev, st.st_ino))
+    from rocky_engine.connectors.scratch import remove_scratch
+
+    assert remove_scratch(scratch) and elsewhere.exists() and not scratch.is_symlink()

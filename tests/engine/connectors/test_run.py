@@ -277,3 +277,13 @@ def _claim(cp: ConnectorProject, key: str, state: str, expires: str) -> None:
             "VALUES (?, ?, ?, ?, ?)",
             (key, state, "other-run", "2000-01-01T00:00:00.000000Z", expires),
         )
+
+
+def test_output_dir_that_cannot_be_created_fails_and_frees_the_claim(cp: ConnectorProject) -> None:
+    cp.setup("ok")
+    (cp.root / "afile").write_text("not a directory")
+    cp.config.write_text(cp.config.read_text().replace("file://./landing", "file://./afile/landing"))
+    res = cp.load()
+    assert res.returncode == 1
+    assert res.connector["error"].startswith("cannot create the connector output directory")
+    assert cp.claims()["connector:fake:0"]["state"] == "failed"

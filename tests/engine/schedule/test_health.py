@@ -90,3 +90,49 @@ def test_brief_section_lists_holds_streaks_and_incidents(tmp_path: Path) -> None
     assert section["incident_count"] == 1 and everything["incident_count"] == 2
     assert section["incidents_kept"] == 2
     assert section["newest_incident"].endswith(".json") and "20260502T030" in section["newest_incident"]
+
+
+def test_schedule_status_reads_stored_state_only(tmp_path: Path) -> None:
+    from rocky_engine.schedule.view import schedule_status
+    from rocky_engine.state.claims import ClaimRepo
+
+    body = (
+        transformation("raw", 'cron = "0 * * * *"')
+        + transformation("p", 'after = ["raw"]')
+        + transformation("broken", 'cron = "0 25 * * *"')
+    )
+    project = project_at(tmp_path, body, MODELS)
+    clock = Clock(T0 + timedelta(minutes=1))
+    rec = reconciler(clock, SimChild(clock, codes={"raw": [1]}))
+    rec.tick(project)
+    clock.set(T0 + timedelta(hours=1, seconds=5))
+    rec.tick(project)
+    with StateStore.open(project.state_path()) as store:
+        ClaimRepo(store).submit(
+            claim_key="p|after|x", pipeline="p", source="after", logical_ts=None, submission_id="s", now=T0
+        )
+    later = T0 + timedelta(hours=3)  # the timer stopped: the projection shows the missed 05:00 slot
+    with StateStore.open(project.state_path(), writer=False) as store:
+        status = schedule_status(project, store, later)
+    assert status["tick_lock"] == {"state": "free"}
+    by_name = {p["pipeline"]: p for p in status["pipelines"]}
+    raw = by_name["raw"]
+    assert (raw["cron"], raw["last_fire_source"], raw["last_outcome"], raw["consecutive_failures"]) == (
+        "0 * * * *",
+        "cron",
+        "failure",
+        1,
+    )
+    assert (
+        raw["next_fire_at"] == "2026-05-02T05:00:00.000Z" and raw["last_fire"] == "2026-05-02T04:00:05.000Z"
+    )
+    assert "throttle" not in raw  # the failure was 2 hours ago: 5 minutes of backoff are over
+    assert by_name["p"]["after"] == ["raw"]
+    assert "not a valid cron expression" in by_name["broken"]["config_error"]
+    assert [c["claim_key"] for c in status["claims"]] == ["p|after|x"]
+    with StateStore.open(project.state_path(), writer=False) as store:
+        soon = schedule_status(project, store, T0 + timedelta(hours=1, minutes=3))
+    assert {p["pipeline"]: p.get("throttle") for p in soon["pipelines"]}["raw"] == {
+        "reason": "failure_backoff",
+        "resume_at": "2026-05-02T04:05:06.000Z",
+    }

@@ -573,3 +573,39 @@ def test_a_child_that_cannot_start_is_a_failure(tmp_path: Path) -> None:
     out = rec.tick(project)
     assert [(e.outcome, e.exit_code) for e in out.executed] == [("failure", 127)]
     assert out.exit_code() == 2 and out.executed[0].incident is not None
+
+
+@pytest.mark.slow
+def test_timeout_kill_through_the_reconciler(tmp_path: Path) -> None:
+    """timeout_minutes = 1, scaled down 600x by the spawner: SIGTERM, SIGKILL after the grace, no retry."""
+    import dataclasses
+    import sys
+
+    from rocky_engine.schedule.spawner import ChildRequest, ChildResult, SubprocessSpawner
+
+    class ScaledSpawner(SubprocessSpawner):
+        def run(self, request: ChildRequest, on_start: object = None) -> ChildResult:  # type: ignore[override]
+            assert request.timeout_seconds == 60
+            return super().run(dataclasses.replace(request, timeout_seconds=0.1), on_start)  # type: ignore[arg-type]
+
+    stubborn = tmp_path / "stubborn.py"
+    stubborn.write_text(
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
+    )
+    body = transformation("p", "freshness = true\ntimeout_minutes = 1\nretry = { max = 2 }")
+    project = project_at(tmp_path, body + "\n[freshness]\nexpected_lag_seconds = 60\n", MODELS)
+    clock = Clock(T0)
+    rec = reconciler(clock, SimChild(clock))
+    rec.spawner = ScaledSpawner(
+        command=[sys.executable, str(stubborn)], kill_grace_seconds=0.3, poll_seconds=0.05
+    )
+    out = rec.tick(project)
+    [executed] = out.executed
+    assert (executed.outcome, executed.exit_code, executed.timed_out, executed.attempts) == (
+        "failure",
+        137,
+        True,
+        1,
+    )
+    assert out.exit_code() == 2 and executed.incident is not None
+    assert json.loads(Path(executed.incident).read_text())["exit_code"] == 137

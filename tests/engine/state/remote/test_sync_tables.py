@@ -34,12 +34,17 @@ def test_second_machine_continues_from_the_first_machines_state(
     s3_remote: Remote, machines: Callable[[str], Machine], tmp_path: Path
 ) -> None:
     a, b = machines("a"), machines("b")
-    for m in (a, b):
-        m.write(s3_remote.state_toml())
+    synced = tmp_path / "synced.json"
+    a.write(s3_remote.state_toml(), f"[[hook.on_state_synced]]\ncommand = 'cat > {synced}'\n")
+    b.write(s3_remote.state_toml())
     a.seed("2024-01-01 00:00:00")
     first = a.rocky("run", "-o", "json")
     assert first.returncode == 0, first.stderr
     assert "this run's state will be the first upload" in first.stderr
+    event = json.loads(synced.read_text())
+    assert event["event"] == "state_synced"
+    assert event["metadata"]["backend"] == "s3"
+    assert event["metadata"]["generation"] == s3_remote.generation()
 
     b.seed("2023-01-01 00:00:00", "2024-03-01 00:00:00")
     second = b.rocky("run", "-o", "json")

@@ -1,0 +1,89 @@
+"""A read-only picture of the scheduler for ``GET /api/v1/schedule`` (and anyone else who asks).
+
+It reads stored state only and never evaluates demand (that is ``rocky tick --dry-run``), so it is a cheap,
+side-effect-free health read:
+
+- ``tick_lock``: free | held | wedged | never, with the heartbeat's age;
+- per configured schedule: cron / timezone / after / freshness, ``enabled``, ``paused``,
+  ``last_evaluated_at``, ``last_fire`` (+ source), ``next_fire_at`` (the projection anchored on the last
+  occurrence accounted for, so a stalled timer shows the slot it missed, in the past), the backoff in force
+  (``throttle``), the failure streak, and ``config_error`` when the schedule cannot be resolved;
+- ``claims``: the ``submitted`` claims (in flight, or waiting for the stuck-claim resolver).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from rocky_engine.schedule.backoff import active_backoff
+from rocky_engine.schedule.plan import build_plan
+from rocky_engine.schedule.tick_lock import inspect_tick_lock
+from rocky_engine.state._time import rfc3339, utc
+from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+
+if TYPE_CHECKING:
+    from rocky_engine.project import Project
+    from rocky_engine.state.store import StateStore
+
+
+def _ts(value: datetime | None) -> str | None:
+    return rfc3339(value) if value is not None else None
+
+
+def schedule_status(project: Project, store: StateStore, now: datetime) -> dict[str, Any]:
+    """The scheduler's stored state as a JSON-ready dict (optional facts omitted when unknown).
+
+    Raises:
+        ConfigError: ``after`` references form a cycle (the whole schedule cannot be resolved).
+    """
+    now = utc(now)
+    lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
+    lock_doc: dict[str, Any] = {"state": lock.state}
+    if lock.heartbeat_age_seconds is not None and lock.state != "free":
+        lock_doc["heartbeat_age_seconds"] = round(lock.heartbeat_age_seconds, 1)
+    plan = build_plan(project.config, check_crons=True)
+    rows = ScheduleRepo(store).all()
+    pipelines = []
+    for pp in plan.scheduled:
+        row = rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
+        doc: dict[str, Any] = {"pipeline": pp.name, "enabled": pp.enabled, "paused": row.paused}
+        if pp.cron:
+            doc["cron"] = pp.cron
+            doc["timezone"] = pp.timezone
+            doc["catchup"] = pp.catchup
+        if pp.after:
+            doc["after"] = list(pp.after)
+        if pp.freshness:
+            doc["freshness"] = True
+        if pp.config_error:
+            doc["config_error"] = pp.config_error
+        facts = {
+            "last_evaluated_at": _ts(row.last_evaluated_at),
+            "last_fire": _ts(row.last_fire),
+            "last_fire_source": row.last_fire_source,
+            # a projection made for another expression is not this schedule's
+            "next_fire_at": _ts(row.next_fire_at) if pp.cron and row.cron == pp.cron else None,
+            "last_outcome": row.last_outcome,
+        }
+        doc.update({k: v for k, v in facts.items() if v is not None})
+        doc["consecutive_failures"] = row.consecutive_failures
+        backoff = active_backoff(row.last_outcome, row.consecutive_failures, row.last_attempt_at, now)
+        if backoff is not None:
+            doc["throttle"] = {"reason": backoff.reason, "resume_at": rfc3339(backoff.resume_at)}
+        pipelines.append(doc)
+    claims = [
+        {
+            "claim_key": c.claim_key,
+            "pipeline": c.pipeline,
+            "source": c.source,
+            **({"logical_ts": rfc3339(c.logical_ts)} if c.logical_ts else {}),
+            "submission_id": c.submission_id,
+            "state": c.state,
+            "created_at": rfc3339(c.created_at),
+            "attempts": c.attempts,
+        }
+        for c in ClaimRepo(store).submitted()
+    ]
+    return {"tick_lock": lock_doc, "pipelines": pipelines, "claims": claims}

@@ -1,0 +1,131 @@
+"""Start one ``rocky serve`` process: load, bind, sweep, serve, drain.
+
+Startup order matters: the project loads and the store's schema is checked (a store newer than this
+engine is refused, like every inspection command), the listener is bound by us (a port in use is a clean
+error, ``--port 0`` picks a free one), the job sweep finalizes what a previous server left unfinished, and
+only once uvicorn reports the server up does the scheduler's first tick run.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import uvicorn
+
+from rocky_engine import __version__
+from rocky_engine.errors import RockyError, StateLockedError
+from rocky_engine.logs import get_logger
+from rocky_engine.output import Result
+from rocky_engine.project import load_project
+from rocky_engine.server.app import create_app
+from rocky_engine.server.context import build_context
+from rocky_engine.server.drain import Drain, DrainingServer
+from rocky_engine.server.scheduler_loop import SchedulerLoop
+from rocky_engine.server.settings import ServerSettings
+from rocky_engine.state.store import StateStore
+
+log = get_logger("server")
+
+
+class ServeResult(Result):
+    """``{version, command: "serve", address, scheduler, drained, child_terminated}``, written on exit."""
+
+    version: str = __version__
+    command: str = "serve"
+    address: str
+    scheduler: bool
+    drained: bool = True
+    #: the drain window ran out with a child still running; it was terminated and recorded as failed
+    child_terminated: bool = False
+
+    def render_table(self) -> str:
+        extra = " (a running child was terminated by the drain)" if self.child_terminated else ""
+        return f"rocky serve on {self.address} stopped after draining{extra}\n"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``0`` picks a free port).
+
+    Raises:
+        RockyError: the address cannot be resolved or bound.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise RockyError(f"cannot resolve --host {host}: {exc.strerror}") from None
+    family, _, _, _, address = infos[0]
+    try:
+        sock = socket.create_server(address, family=family, backlog=2048)
+    except OSError as exc:
+        raise RockyError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another --port, or stop the process that holds it",
+        ) from None
+    sock.set_inheritable(False)
+    return sock
+
+
+def _url(sock: socket.socket, host: str) -> str:
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _announce(settings: ServerSettings, url: str) -> None:
+    if settings.scheduler and settings.webhook_secrets:
+        hooks = f"signed ({len(settings.webhook_secrets)} secret(s))"
+    elif settings.scheduler and settings.loopback:
+        hooks = "UNSIGNED (loopback without ROCKY_WEBHOOK_SECRET)"
+    else:
+        hooks = "off"
+    log.info(
+        "rocky serve listening on %s (scheduler: %s, webhooks: %s, auth: %s)", url,
+        f"every {settings.poll_interval_seconds:g} s" if settings.scheduler else "off", hooks,
+        "bearer token" if settings.token else "none (loopback only)",
+    )
+
+
+def serve(settings: ServerSettings) -> ServeResult:
+    """Run the server until a signal drains it.
+
+    Raises:
+        RockyError: the config does not load, the store is newer than this engine, the bind fails.
+    """
+    project = load_project(
+        settings.config_path, state_path=settings.state_path, state_namespace=settings.state_namespace
+    )
+    # An inspection-style check: a store written by a newer engine is refused before anything starts.
+    with StateStore.open(project.state_path(), writer=False):
+        pass
+    sock = bind(settings.host, settings.port)
+    url = _url(sock, settings.host)
+    loop: SchedulerLoop | None = None
+    try:
+        ctx = build_context(settings, project)
+        ctx.address = url
+        try:
+            ctx.jobs.sweep()
+        except StateLockedError:  # pragma: no cover - sweep() reports a busy store itself
+            pass
+        loop = SchedulerLoop(ctx) if settings.scheduler else None
+        drain = Drain(ctx, loop)
+        app = create_app(ctx, drain)
+        config = uvicorn.Config(
+            app,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=int(settings.drain_timeout_seconds + 0.999),
+        )
+        server = DrainingServer(config, drain)
+        _announce(settings, url)
+        if loop is not None:
+            loop.start()  # it waits for the server to be up before its first tick
+        server.run(sockets=[sock])
+    finally:
+        if loop is not None:
+            loop.request_stop()
+        sock.close()
+    return ServeResult(address=url, scheduler=settings.scheduler, child_terminated=drain.terminated_child)
