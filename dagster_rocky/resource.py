@@ -20,7 +20,7 @@ import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 import dagster as dg
 from pydantic import BaseModel, Field, ValidationError
@@ -39,6 +39,23 @@ PREVIEW_CHARS = 4000
 
 #: Dagster run tags that tell the engine who triggered it (recorded as the run record's ``trigger``)
 _TRIGGER_TAGS = (("rocky/sensor", "sensor"), ("rocky/schedule", "schedule"))
+
+
+class PipesRunOptions(TypedDict, total=False):
+    """The ``rocky run`` options :meth:`RockyResource.run_pipes` accepts (flags: see ``run_args``)."""
+
+    pipeline: str | None
+    idempotency_key: str | None
+    model: str | None
+    parallel: int | None
+    variables: Mapping[str, str] | None
+
+
+class RunOptions(PipesRunOptions, total=False):
+    """The options of :meth:`RockyResource.run` and ``run_streaming``: declared once so the ``run*``
+    methods and ``run_args`` cannot drift apart."""
+
+    resume_latest: bool
 
 
 class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -73,64 +90,38 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self,
         filter: str | None = None,
         *,
-        pipeline: str | None = None,
-        idempotency_key: str | None = None,
-        model: str | None = None,
-        parallel: int | None = None,
-        resume_latest: bool = False,
-        variables: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult:
         """``rocky run``; a partial success (exit 2) or a run result with exit 1 is returned, not raised."""
-        args = self.run_args(
-            filter,
-            pipeline=pipeline,
-            idempotency_key=idempotency_key,
-            model=model,
-            parallel=parallel,
-            resume_latest=resume_latest,
-            variables=variables,
-        )
-        return self._invoke(args, RunResult, "run", env=env)
+        return self._invoke(self.run_args(filter, **options), RunResult, "run", env=env)
 
     def run_streaming(
         self,
         context: ExecutionContext,
         filter: str | None = None,
         *,
-        pipeline: str | None = None,
-        idempotency_key: str | None = None,
-        model: str | None = None,
-        parallel: int | None = None,
-        resume_latest: bool = False,
-        variables: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult:
         """Like :meth:`run`, with the engine's stderr streamed line by line to the step's log."""
-        args = self.run_args(
-            filter,
-            pipeline=pipeline,
-            idempotency_key=idempotency_key,
-            model=model,
-            parallel=parallel,
-            resume_latest=resume_latest,
-            variables=variables,
-        )
         run_env = {**trigger_env(context), **(env or {})}
-        return self._invoke(args, RunResult, "run", env=run_env, on_stderr_line=step_log_forwarder(context))
+        return self._invoke(
+            self.run_args(filter, **options),
+            RunResult,
+            "run",
+            env=run_env,
+            on_stderr_line=step_log_forwarder(context),
+        )
 
     def run_pipes(
         self,
         context: ExecutionContext,
         filter: str | None = None,
         *,
-        pipeline: str | None = None,
-        idempotency_key: str | None = None,
-        model: str | None = None,
-        parallel: int | None = None,
-        variables: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
         extras: Mapping[str, Any] | None = None,
+        **options: Unpack[PipesRunOptions],
     ) -> RockyPipesInvocation:
         """Run the engine under Dagster Pipes: the engine reports materializations and check results.
 
@@ -138,15 +129,7 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """
         from dagster_rocky.pipes import run_under_pipes
 
-        args = self.run_args(
-            filter,
-            pipeline=pipeline,
-            idempotency_key=idempotency_key,
-            model=model,
-            parallel=parallel,
-            variables=variables,
-        )
-        return run_under_pipes(self, context, args, env=env, extras=extras)
+        return run_under_pipes(self, context, self.run_args(filter, **options), env=env, extras=extras)
 
     def history(self, model: str | None = None, since: str | None = None) -> HistoryResult:
         """``rocky history``: the newest runs recorded in the state store."""

@@ -38,6 +38,23 @@ class ModelSet:
                 stack.extend(self.dependents.get(cur, ()))
         return seen
 
+    def built_upstream(self, name: str) -> list[str]:
+        """Direct dependencies of ``name`` with ephemeral models (inlined, never built) replaced by
+        their own dependencies: the models that must be built before ``name`` can run."""
+        result: set[str] = set()
+        stack = list(self.models[name].depends_on)
+        seen: set[str] = set()
+        while stack:
+            dep = stack.pop()
+            if dep in seen:
+                continue
+            seen.add(dep)
+            if self.models[dep].strategy.type == "ephemeral":
+                stack.extend(self.models[dep].depends_on)
+            else:
+                result.add(dep)
+        return sorted(result)
+
     def upstream(self, name: str) -> set[str]:
         seen: set[str] = set()
         stack = list(self.models[name].depends_on)

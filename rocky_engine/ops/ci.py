@@ -296,7 +296,7 @@ class _Scratch:
                 if model_set.models[name].strategy.type != "ephemeral":
                     blocked.add(name)
                 continue
-            upstream = _real_upstream(model_set, name)
+            upstream = set(model_set.built_upstream(name))
             missing = sorted(d for d in upstream if d in blocked)
             if missing:
                 blocked.add(name)
@@ -359,23 +359,6 @@ class _Scratch:
 
     def close(self) -> None:
         self.con.close()
-
-
-def _real_upstream(model_set: ModelSet, name: str) -> set[str]:
-    """Dependencies of ``name``, looking through ephemeral models (which are inlined, never built)."""
-    out: set[str] = set()
-    stack = list(model_set.models[name].depends_on)
-    seen: set[str] = set()
-    while stack:
-        dep = stack.pop()
-        if dep in seen:
-            continue
-        seen.add(dep)
-        if model_set.models[dep].strategy.type == "ephemeral":
-            stack.extend(model_set.models[dep].depends_on)
-        else:
-            out.add(dep)
-    return out
 
 
 def _first_line(exc: BaseException) -> str:

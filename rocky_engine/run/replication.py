@@ -3,15 +3,19 @@
 One run: discover the sources (one catalog query), plan (exclusions, ``--filter``, routing, resume),
 prepare (one column read per warehouse, drift decisions), then copy every table as its own task under
 ``[execution]`` (fixed or adaptive concurrency, ``table_retries``, ``fail_fast``,
-``error_rate_abort_pct``). When source and target share a warehouse a copy is SQL only (one statement
-plus the watermark read); across warehouses rows stream through Arrow (``replication.copy_arrow``).
+``error_rate_abort_pct``). When source and target share a warehouse a copy is SQL only (one statement);
+across warehouses rows stream through Arrow (``replication.copy_arrow``).
 
 State: each finished table's progress row and, on success, its new watermark are written in one
 transaction, batched every ``PROGRESS_FLUSH_SECONDS`` and at the end: a run killed midway leaves the
 tables it finished resumable (``--resume``), and a table's watermark never moves without its progress
-row. A failed table never advances its watermark. A table copied but not yet flushed when the process
-died is copied again on resume; the copy's guard (``ts > GREATEST(watermark, MAX(ts) of the target)``,
-or a full rebuild when no watermark is known) keeps that from duplicating rows.
+row. A failed table never advances its watermark. Inside one warehouse the new watermarks (``MAX(ts)``
+of each target, read after its copy) are read per batch, just before the batch is written, in one
+``UNION ALL`` statement (``copy_sql.read_watermarks``) instead of one statement per table; a target
+whose watermark cannot be read keeps its stored one (the copy's guard below makes that safe). A table
+copied but not yet flushed when the process died is copied again on resume; the copy's guard
+(``ts > GREATEST(watermark, MAX(ts) of the target)``, or a full rebuild when no watermark is known) keeps
+that from duplicating rows.
 
 Checks: after a table is copied, ``[checks]`` run on it (when any is configured); with ``fail_on_error``
 (the default) a failed error-severity check makes an otherwise successful run ``PartialFailure`` (exit 2,
@@ -28,7 +32,14 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
 from rocky_engine.errors import RockyError, UsageError
-from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, validate_spec
+from rocky_engine.replication.copy_sql import (
+    CopyResult,
+    CopySpec,
+    copy_same_warehouse,
+    read_watermarks,
+    tracks_watermark,
+    validate_spec,
+)
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
 from rocky_engine.replication.schema_pattern import SchemaPattern
@@ -63,6 +74,8 @@ class TableCopy:
 
     result: CopyResult
     checks: TableCheckOutcome | None = None
+    #: the watermark is read later, in a batch with other tables (``ReplicationRunner._read_marks``)
+    deferred_mark: bool = False
 
 
 class ReplicationRunner:
@@ -73,6 +86,9 @@ class ReplicationRunner:
         self.executions: list[ModelExecution] = []
         self._pending: list[ProgressEntry] = []
         self._pending_watermarks: dict[str, str] = {}
+        #: copied tables whose watermark is still to be read: (table key, spec, its output metadata)
+        self._unread: list[tuple[str, CopySpec, MaterializationMetadata]] = []
+        self._mark_session: WarehouseSession | None = None
         self._last_flush = time.perf_counter()
         self._check_outcomes: list[tuple[str, TableCheckOutcome]] = []
 
@@ -186,6 +202,8 @@ class ReplicationRunner:
         limit = ConcurrencyLimit(setting, tables=len(order))
         rules = StopRules(execution.table_retries, execution.fail_fast, execution.error_rate_abort_pct)
         checks = pipeline.checks if _checks_active(pipeline.checks) else None
+        # The main session is idle while the workers copy: it reads the batched watermarks.
+        self._mark_session = target if same else None
 
         def new_worker() -> Worker:
             tgt = target.session()
@@ -241,13 +259,14 @@ class ReplicationRunner:
         src, tgt = worker
         ctx.events.fire("before_materialize", table=item.plan.key)
         validate_spec(spec, item.plan.label)
+        deferred = same and tracks_watermark(spec)
         if same:
-            result = copy_same_warehouse(tgt, spec)
+            result = copy_same_warehouse(tgt, spec, read_mark=not deferred)
         else:
             from rocky_engine.replication.copy_arrow import copy_across
 
             result = copy_across(src, tgt, spec)
-        copy = TableCopy(result)
+        copy = TableCopy(result, deferred_mark=deferred)
         if checks is not None:
             copy.checks = self._check(item, spec.target_rel, spec.source_rel, src, tgt, same, checks)
         return copy
@@ -292,18 +311,19 @@ class ReplicationRunner:
             rows = copied.result.rows
             watermark = copied.result.watermark
             spec = item.spec
+            meta = MaterializationMetadata(
+                strategy=pipeline.strategy,
+                watermark=watermark,
+                target_table_full_name=plan.key,
+                column_count=(len(spec.columns) + len(pipeline.metadata_columns)) if spec else None,
+            )
             out.materializations.append(
                 Materialization(
                     asset_key=list(plan.asset_key),
                     duration_ms=outcome.duration_ms,
                     rows_copied=rows,
                     started_at=outcome.started_at.isoformat().replace("+00:00", "Z"),
-                    metadata=MaterializationMetadata(
-                        strategy=pipeline.strategy,
-                        watermark=watermark,
-                        target_table_full_name=plan.key,
-                        column_count=(len(spec.columns) + len(pipeline.metadata_columns)) if spec else None,
-                    ),
+                    metadata=meta,
                 )
             )
             if item.drift is not None:
@@ -317,7 +337,9 @@ class ReplicationRunner:
                 for anomaly in copied.checks.anomalies:
                     ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
             self._pending.append(ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished))
-            if watermark is not None:
+            if copied.deferred_mark and spec is not None:
+                self._unread.append((plan.key, spec, meta))
+            elif watermark is not None:
                 self._pending_watermarks[plan.key] = watermark
             status = "success"
             ctx.events.fire("after_materialize", table=plan.key, duration_ms=outcome.duration_ms,
@@ -347,12 +369,31 @@ class ReplicationRunner:
         if not force and time.perf_counter() - self._last_flush < PROGRESS_FLUSH_SECONDS:
             return
         ctx = self.ctx
+        self._read_marks()
         entries, marks = self._pending, self._pending_watermarks
         self._pending, self._pending_watermarks = [], {}
         with ctx.store.transaction():
             ctx.store.progress.record_many(ctx.run_id, entries, pipeline=ctx.pipeline_name)
             ctx.store.watermarks.set_many(marks)
         self._last_flush = time.perf_counter()
+
+    def _read_marks(self) -> None:
+        """Read the new watermarks of the tables copied since the last flush, in one batch."""
+        unread, self._unread = self._unread, []
+        if not unread or self._mark_session is None:
+            return
+        reads = read_watermarks(self._mark_session, [spec for _, spec, _ in unread])
+        for key, spec, meta in unread:
+            if spec.target_rel in reads.marks:
+                value = reads.marks[spec.target_rel]
+                meta.watermark = value
+                if value is not None:
+                    self._pending_watermarks[key] = value
+                continue
+            self.ctx.log.warning(
+                "table %s was copied but its new watermark could not be read (%s); its stored watermark "
+                "stays, and its next copy starts after the target's own MAX(%s)", key,
+                reads.errors.get(spec.target_rel, "no result"), spec.ts)
 
     def _record_checks(self) -> None:
         if not self._check_outcomes:

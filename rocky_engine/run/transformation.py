@@ -159,7 +159,7 @@ class TransformationRunner:
         deps = {n: model_set.models[n].depends_on for n in runnable}
         # Ephemeral models are inlined: a runnable model waits on the real models behind them.
         for name in runnable:
-            deps[name] = _through_ephemerals(model_set, name)
+            deps[name] = model_set.built_upstream(name)
 
         def task(name: str, session: WarehouseSession) -> Materialized:
             model = model_set.models[name]
@@ -277,20 +277,3 @@ def _failure_kind(error: BaseException | None) -> str:
             return "compile-error"
         return error.failure_kind
     return "unknown"
-
-
-def _through_ephemerals(model_set: ModelSet, name: str) -> list[str]:
-    """Direct dependencies of ``name`` with ephemeral models replaced by their own dependencies."""
-    result: set[str] = set()
-    stack = list(model_set.models[name].depends_on)
-    seen: set[str] = set()
-    while stack:
-        dep = stack.pop()
-        if dep in seen:
-            continue
-        seen.add(dep)
-        if model_set.models[dep].strategy.type == "ephemeral":
-            stack.extend(model_set.models[dep].depends_on)
-        else:
-            result.add(dep)
-    return sorted(result)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.schedule.backoff import active_backoff
-from rocky_engine.schedule.plan import build_plan
+from rocky_engine.schedule.plan import SchedulePlan, build_plan
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.claims import ClaimRepo
@@ -32,8 +32,14 @@ def _ts(value: datetime | None) -> str | None:
     return rfc3339(value) if value is not None else None
 
 
-def schedule_status(project: Project, store: StateStore, now: datetime) -> dict[str, Any]:
+def schedule_status(
+    project: Project, store: StateStore, now: datetime, plan: SchedulePlan | None = None
+) -> dict[str, Any]:
     """The scheduler's stored state as a JSON-ready dict (optional facts omitted when unknown).
+
+    Args:
+        plan: ``build_plan(project.config, check_crons=True)`` when the caller keeps one (the server
+            caches it per loaded config: checking 1,000 crons costs more than the rest of the read).
 
     Raises:
         ConfigError: ``after`` references form a cycle (the whole schedule cannot be resolved).
@@ -43,7 +49,8 @@ def schedule_status(project: Project, store: StateStore, now: datetime) -> dict[
     lock_doc: dict[str, Any] = {"state": lock.state}
     if lock.heartbeat_age_seconds is not None and lock.state != "free":
         lock_doc["heartbeat_age_seconds"] = round(lock.heartbeat_age_seconds, 1)
-    plan = build_plan(project.config, check_crons=True)
+    if plan is None:
+        plan = build_plan(project.config, check_crons=True)
     rows = ScheduleRepo(store).all()
     pipelines = []
     for pp in plan.scheduled:

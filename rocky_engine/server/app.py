@@ -29,7 +29,11 @@ from rocky_engine.schedule.spool import list_demands, spool_dir_of
 from rocky_engine.server.auth import BearerAuth
 from rocky_engine.server.context import ServerContext
 from rocky_engine.server.drain import Drain
-from rocky_engine.server.http import (
+from rocky_engine.server.job_results import job_wire
+from rocky_engine.server.jobs import JobRejected
+from rocky_engine.server.metrics import CONTENT_TYPE, ScrapeFacts
+from rocky_engine.server.openapi import openapi_document
+from rocky_engine.server.responses import (
     ROUTER_CODES,
     BodyTooLarge,
     error_response,
@@ -37,10 +41,6 @@ from rocky_engine.server.http import (
     query_int,
     read_body,
 )
-from rocky_engine.server.job_results import job_wire
-from rocky_engine.server.jobs import JobRejected
-from rocky_engine.server.metrics import CONTENT_TYPE, ScrapeFacts
-from rocky_engine.server.openapi import openapi_document
 from rocky_engine.server.schedule_view import get_schedule, get_spool
 from rocky_engine.server.webhook import trigger
 from rocky_engine.state._time import now_utc

@@ -13,7 +13,7 @@ import hmac
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rocky_engine.server.http import error_response
+from rocky_engine.server.responses import error_response
 
 HEALTH_PATH = "/api/v1/health"
 WEBHOOK_PREFIX = "/api/v1/hooks/trigger/"

@@ -19,15 +19,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rocky_engine.errors import RockyError
+from rocky_engine.errors import ConfigError, RockyError
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project, load_project
+from rocky_engine.schedule.plan import SchedulePlan, build_plan
 from rocky_engine.schedule.spawner import SubprocessSpawner
 from rocky_engine.server.gate import MutationGate
 from rocky_engine.server.jobs import JobManager
 from rocky_engine.server.metrics import Metrics
 from rocky_engine.server.ratelimit import TokenBucket
-from rocky_engine.server.settings import ServerSettings
+from rocky_engine.server.settings import TOKEN_ENV, WEBHOOK_SECRET_ENV, ServerSettings
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.store import StateStore
 
@@ -53,6 +54,7 @@ class ProjectHolder:
         self._path = project.config.path
         self._stamp = _stamp(self._path)
         self._state_path = project.state_path()
+        self._plan: SchedulePlan | ConfigError | None = None
         #: the last load error (None once a load succeeds again)
         self.config_error: str | None = None
 
@@ -77,6 +79,7 @@ class ProjectHolder:
             raise
         with self._lock:
             self._project, self._stamp, self._state_path = project, stamp, state_path
+            self._plan = None
             self.config_error = None
         return project
 
@@ -87,6 +90,25 @@ class ProjectHolder:
                 self.reload()
         with self._lock:
             return self._project
+
+    def plan(self) -> tuple[Project, SchedulePlan]:
+        """The current project and its schedule plan (crons checked), built once per loaded config.
+
+        Raises:
+            ConfigError: the ``after`` references form a cycle.
+        """
+        project = self.current()
+        with self._lock:
+            if project is not self._project:  # reloaded between the two reads: build for this one
+                return project, build_plan(project.config, check_crons=True)
+            if self._plan is None:
+                try:
+                    self._plan = build_plan(project.config, check_crons=True)
+                except ConfigError as exc:
+                    self._plan = exc
+            if isinstance(self._plan, ConfigError):
+                raise self._plan
+            return project, self._plan
 
     def state_path(self) -> Path:
         self.current()
@@ -154,12 +176,21 @@ def server_owner() -> dict[str, Any]:
     }
 
 
+def child_environment(settings: ServerSettings) -> dict[str, str]:
+    """The environment of child runs: the server's, without the server's own secrets (a child's hooks
+    and connectors have no business with the API token or the webhook secret)."""
+    base = os.environ if settings.child_env is None else settings.child_env
+    return {k: v for k, v in base.items() if k not in (TOKEN_ENV, WEBHOOK_SECRET_ENV)}
+
+
 def build_context(settings: ServerSettings, project: Project) -> ServerContext:
     """Wire one server's parts together (nothing starts running here)."""
     projects = ProjectHolder(settings, project)
     gate = MutationGate()
     metrics = Metrics()
-    spawner = SubprocessSpawner(kill_grace_seconds=settings.kill_grace_seconds, env=settings.child_env)
+    spawner = SubprocessSpawner(
+        kill_grace_seconds=settings.kill_grace_seconds, env=child_environment(settings)
+    )
     owner = server_owner()
     draining = threading.Event()
     read_permit = threading.Semaphore(1)

@@ -42,6 +42,7 @@ from rocky_engine.state.store import StateStore
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from rocky_engine.project import Project
     from rocky_engine.server.context import ProjectHolder
     from rocky_engine.server.gate import MutationGate
     from rocky_engine.server.metrics import Metrics
@@ -208,7 +209,7 @@ class JobManager:
             raise
         return row
 
-    def _start_api_job(self, project: Any, job_id: str, pipeline: str, filter_: str | None) -> JobRow:
+    def _start_api_job(self, project: Project, job_id: str, pipeline: str, filter_: str | None) -> JobRow:
         now = self.clock()
         body: dict[str, Any] = {"pipeline": pipeline}
         if filter_:
@@ -309,13 +310,16 @@ class JobManager:
     # ------------------------------------------------------------------ reads
 
     def get(self, job_id: str) -> JobRow | None:
+        """A live job from memory (it has the pid), a finalization not yet written, else the stored row."""
         with self._lock:
-            row = self._live.get(job_id) or self._pending.get(job_id)
-        if row is not None and not row.finished:
-            return row
+            live = self._live.get(job_id)
+            pending = self._pending.get(job_id)
+        if live is not None and not live.finished:
+            return live
+        if pending is not None:
+            return pending
         with self.read_store() as store:
-            stored = JobRepo(store).get(job_id)
-        return stored or row
+            return JobRepo(store).get(job_id)
 
     def list(self, limit: int = 50) -> list[JobRow]:
         with self.read_store() as store:

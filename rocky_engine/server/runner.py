@@ -54,9 +54,14 @@ def bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         raise RockyError(f"cannot resolve --host {host}: {exc.strerror}") from None
     family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock = socket.create_server(address, family=family, backlog=2048)
+        # Like every server: a restart may bind while the old socket lingers in TIME_WAIT.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
     except OSError as exc:
+        sock.close()
         raise RockyError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="pick another --port, or stop the process that holds it",

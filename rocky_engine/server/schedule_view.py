@@ -22,7 +22,7 @@ from rocky_engine.schedule.spool import SpoolError
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.schedule.view import schedule_status
 from rocky_engine.server.context import ServerContext
-from rocky_engine.server.http import error_response, json_response
+from rocky_engine.server.responses import error_response, json_response
 from rocky_engine.state._time import now_utc, rfc3339
 
 
@@ -36,8 +36,9 @@ def schedule_document(ctx: ServerContext) -> dict[str, Any]:
     now = now_utc()
     doc: dict[str, Any] = {"version": __version__, "now": rfc3339(now)}
     try:
+        project, plan = ctx.projects.plan()
         with ctx.read_store() as store:
-            doc.update(schedule_status(project, store, now))
+            doc.update(schedule_status(project, store, now, plan))
     except ConfigError as exc:
         # An `after` cycle: no pipeline can be resolved, but the lock and the failure are still worth a read.
         lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)

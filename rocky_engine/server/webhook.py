@@ -27,8 +27,8 @@ from starlette.responses import Response
 from rocky_engine.logs import get_logger
 from rocky_engine.schedule.spool import SpoolError, spool_dir_of, write_demand
 from rocky_engine.server.context import ServerContext
-from rocky_engine.server.http import BodyTooLarge, error_response, json_response, read_body
 from rocky_engine.server.ratelimit import retry_after_header
+from rocky_engine.server.responses import BodyTooLarge, error_response, json_response, read_body
 from rocky_engine.server.settings import MAX_WEBHOOK_BODY_BYTES
 from rocky_engine.server.signatures import verify
 from rocky_engine.state._time import now_utc

@@ -44,15 +44,16 @@ GOOD_MODELS = {"good.sql": "select 1 as x\n"}
 
 def slow_hook(seconds: float) -> str:
     """A pipeline_start hook that keeps a real `rocky run` busy for ``seconds`` (no CPU burnt)."""
-    return (
-        f'\n[[hook.on_pipeline_start]]\ncommand = "sleep {seconds}"\ntimeout_ms = {int(seconds * 1000) + 60000}\n'
-    )
+    timeout_ms = int(seconds * 1000) + 60000
+    return f'\n[[hook.on_pipeline_start]]\ncommand = "sleep {seconds}"\ntimeout_ms = {timeout_ms}\n'
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of servers and their children: no ROCKY_* leaking in, bytecode caching on (the
     machine's PYTHONDONTWRITEBYTECODE makes every child start slower)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("ROCKY_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(extra or {})
     return env
 
@@ -71,7 +72,9 @@ class InProcessServer:
     """A real HTTP server on 127.0.0.1 in a thread of this process."""
 
     def __init__(self, config_path: Path, **overrides: Any) -> None:
-        settings = ServerSettings(config_path=config_path, port=0, child_env=child_env(), kill_grace_seconds=2)
+        settings = ServerSettings(
+            config_path=config_path, port=0, child_env=child_env(), kill_grace_seconds=2
+        )
         self.settings = replace(settings, **overrides)
         self.project = load_project(config_path, env={})
         self.ctx: ServerContext = build_context(self.settings, self.project)
@@ -174,7 +177,9 @@ class ServeProcess:
 
 
 @contextmanager
-def serving(cwd: Path, *args: str, env: dict[str, str] | None = None, name: str = "serve") -> Iterator[ServeProcess]:
+def serving(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, name: str = "serve"
+) -> Iterator[ServeProcess]:
     server = ServeProcess(cwd, *args, env=env, name=name).start()
     try:
         yield server

@@ -25,7 +25,9 @@ def config(tmp_path: Path) -> Path:
 @pytest.fixture
 def signed(config: Path) -> Iterator[InProcessServer]:
     # A poll interval of an hour: the first tick runs at startup, then nothing consumes the spool.
-    with InProcessServer(config, scheduler=True, webhook_secrets=(SECRET,), poll_interval_seconds=3600) as srv:
+    with InProcessServer(
+        config, scheduler=True, webhook_secrets=(SECRET,), poll_interval_seconds=3600
+    ) as srv:
         srv.first_tick()
         yield srv
 
@@ -35,16 +37,17 @@ def test_404_without_the_scheduler(config: Path) -> None:
         r = c.post(HOOK, content=b"", headers=sign(b""))
     assert r.status_code == 404
     assert r.json() == {
-        "code": "not_found", "message": "webhook ingress is off: it runs only under `rocky serve --scheduler`",
+        "code": "not_found",
+        "message": "webhook ingress is off: it runs only under `rocky serve --scheduler`",
     }
     assert spool_files(config.parent) == []
 
 
 def test_404_without_a_secret_off_loopback(config: Path) -> None:
     # Bound to 127.0.0.1 for the test, but configured as a public bind: fail closed without a secret.
-    with InProcessServer(config, scheduler=True, host="0.0.0.0", token="t", poll_interval_seconds=3600) as srv:
-        with srv.client() as c:
-            r = c.post(HOOK, content=b"")
+    srv = InProcessServer(config, scheduler=True, host="0.0.0.0", token="t", poll_interval_seconds=3600)
+    with srv, srv.client() as c:
+        r = c.post(HOOK, content=b"")
     assert r.status_code == 404 and r.json()["code"] == "not_found"
     assert "ROCKY_WEBHOOK_SECRET" in r.json()["message"]
 
@@ -72,7 +75,8 @@ def test_signed_request_is_spooled_durably_and_answered_202(signed: InProcessSer
 def test_sha256_prefixed_signature_is_accepted(signed: InProcessServer) -> None:
     body = b"x"
     with signed.client() as c:
-        r = c.post(HOOK, content=body, headers={"X-Rocky-Signature": "sha256=" + sign(body)["X-Rocky-Signature"]})
+        prefixed = "sha256=" + sign(body)["X-Rocky-Signature"]
+        r = c.post(HOOK, content=body, headers={"X-Rocky-Signature": prefixed})
     assert r.status_code == 202
 
 
@@ -221,7 +225,9 @@ def _sw_headers(body: bytes, *, webhook_id: str = "msg_1", at: float | None = No
     }
 
 
-def test_standard_webhooks_request_is_accepted_and_its_id_dedupes(signed: InProcessServer, config: Path) -> None:
+def test_standard_webhooks_request_is_accepted_and_its_id_dedupes(
+    signed: InProcessServer, config: Path
+) -> None:
     body = b'{"type": "sync.done"}'
     with signed.client() as c:
         first = c.post(HOOK, content=body, headers=_sw_headers(body))
@@ -237,9 +243,9 @@ def test_standard_webhooks_several_signatures_and_a_whsec_secret(config: Path) -
     body = b"{}"
     headers = _sw_headers(body, secret=secret)
     headers["webhook-signature"] = "v1,bm90IGl0 " + headers["webhook-signature"]
-    with InProcessServer(config, scheduler=True, webhook_secrets=(secret,), poll_interval_seconds=3600) as srv:
-        with srv.client() as c:
-            r = c.post(HOOK, content=body, headers=headers)
+    srv = InProcessServer(config, scheduler=True, webhook_secrets=(secret,), poll_interval_seconds=3600)
+    with srv, srv.client() as c:
+        r = c.post(HOOK, content=body, headers=headers)
     assert r.status_code == 202
 
 

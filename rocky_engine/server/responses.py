@@ -1,4 +1,4 @@
-"""HTTP plumbing shared by the routes: JSON bodies, ``{code, message}`` errors, bounded body reads."""
+"""Response plumbing shared by the routes: JSON bodies, ``{code, message}`` errors, bounded body reads."""
 
 from __future__ import annotations
 
