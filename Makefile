@@ -39,7 +39,7 @@ lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
 	$(BIN)/mypy
 
-## make bench: benchmarks against raw DuckDB and dbt-core + dbt-duckdb (writes bench/results.md)
+## make bench: every performance budget (DAG vs raw DuckDB and dbt, replication, dagster, tick, serve, connectors, startup) -> bench/results.md
 bench: venv
 	bash bench/setup_dbt.sh
 	$(BIN)/python bench/run_bench.py

@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING
 from drift_workload import DriftResult
 from harness import Sample, StartupResult, WorkloadResult
 from replication_workload import PassSample, ReplicationResult
+from suites import SuiteResult, section
 
 if TYPE_CHECKING:
     from results_store import BenchRun
 
 MB = 1024.0  # ru_maxrss is KiB
+#: machine-facts key under which a run records how its timed children handled bytecode
+BYTECODE_FACT = "timed children"
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,8 @@ def drift_section(result: DriftResult) -> list[str]:
 
 
 def _sections(workloads: Sequence[WorkloadResult], startup: Sequence[StartupResult],
-              replication: Sequence[ReplicationResult], drift: Sequence[DriftResult]) -> list[str]:
+              replication: Sequence[ReplicationResult], drift: Sequence[DriftResult],
+              suites: Sequence[SuiteResult] = ()) -> list[str]:
     out: list[str] = []
     if workloads:
         out += [
@@ -265,9 +269,20 @@ def _sections(workloads: Sequence[WorkloadResult], startup: Sequence[StartupResu
         out += replication_section(r)
     for d in drift:
         out += drift_section(d)
+    for s in suites:
+        out += section(s)
     if startup:
         out += startup_section(list(startup))
     return out
+
+
+def _fact_lines(facts: dict[str, str]) -> list[str]:
+    lines = [f"- {k}: {v}" for k, v in facts.items()]
+    if BYTECODE_FACT not in facts:
+        lines.append(f"- {BYTECODE_FACT}: not recorded (measured before the bench unset "
+                     "PYTHONDONTWRITEBYTECODE for its timed children, which may have compiled sources on the "
+                     "fly)")
+    return lines
 
 
 def earlier_section(run: BenchRun) -> list[str]:
@@ -277,15 +292,15 @@ def earlier_section(run: BenchRun) -> list[str]:
         "",
         f"Command: `{run.command}` (these sections were not measured again by the run above; `--merge`)",
         "",
-        *[f"- {k}: {v}" for k, v in run.facts.items()],
+        *_fact_lines(run.facts),
         "",
-        *_sections(run.workloads, run.startup, run.replication, run.drift),
+        *_sections(run.workloads, run.startup, run.replication, run.drift, run.suites),
     ]
 
 
 def render(workloads: list[WorkloadResult], startup: list[StartupResult], facts: dict[str, str],
            command: str, *, replication: Sequence[ReplicationResult] = (), drift: Sequence[DriftResult] = (),
-           earlier: Sequence[BenchRun] = ()) -> str:
+           suites: Sequence[SuiteResult] = (), earlier: Sequence[BenchRun] = ()) -> str:
     """The whole results.md document."""
     out = [
         "# Benchmark results",
@@ -294,14 +309,19 @@ def render(workloads: list[WorkloadResult], startup: list[StartupResult], facts:
         "",
         f"Command: `{command}`",
         "",
+        *(["Every timed child process of this run (rocky, dagster, the raw SQL runners, dbt) ran with "
+           "PYTHONDONTWRITEBYTECODE unset, after `compileall` of rocky_engine and dagster_rocky, because an "
+           "installed rocky has its .pyc files; this machine sets PYTHONDONTWRITEBYTECODE=1, which would "
+           "otherwise time the byte-compiler. Sections kept from an earlier run state their own conditions "
+           "in their machine facts.", ""] if BYTECODE_FACT in facts else []),
         "## Machine",
         "",
-        *[f"- {k}: {v}" for k, v in facts.items()],
+        *_fact_lines(facts),
         "",
         "## Results",
         "",
     ]
-    out += _sections(workloads, startup, replication, drift)
+    out += _sections(workloads, startup, replication, drift, suites)
     for run in earlier:
         out += earlier_section(run)
     return "\n".join(out).rstrip() + "\n"

@@ -3,14 +3,17 @@
 A run that measures only some parts (`--workloads replication,drift`, `--only startup`, one size) can be
 written with `--merge`: the parts of earlier runs that this run did not measure are kept, each with the
 command and machine facts of the run that measured it, so results.md never mixes figures silently.
-A part is one transformation workload at one size, the startup table, the replication workload, or the
-drift workload.
+A part is one transformation workload at one size, the startup table, the replication workload, the
+drift workload, or one budget suite (dagster, tick, connector, server).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from typing import Any
 from drift_workload import DriftResult, DriftRun
 from harness import Sample, StartupResult, WorkloadResult
 from replication_workload import PassSample, ReplicationResult
+from suites import SuiteResult
 
 
 @dataclass
@@ -30,9 +34,10 @@ class BenchRun:
     startup: list[StartupResult] = field(default_factory=list)
     replication: list[ReplicationResult] = field(default_factory=list)
     drift: list[DriftResult] = field(default_factory=list)
+    suites: list[SuiteResult] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.workloads or self.startup or self.replication or self.drift)
+        return not (self.workloads or self.startup or self.replication or self.drift or self.suites)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,11 +46,12 @@ class BenchRun:
             "startup": [dataclasses.asdict(s) for s in self.startup],
             "replication": [dataclasses.asdict(r) for r in self.replication],
             "drift": [dataclasses.asdict(d) for d in self.drift],
+            "suites": [s.to_json() for s in self.suites],
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> BenchRun:
-        """Read a run back; files written before replication/drift existed simply lack those keys."""
+        """Read a run back; files written before replication/drift/suites existed simply lack those keys."""
         def samples(items: list[dict[str, Any]]) -> list[Sample]:
             return [Sample(**s) for s in items]
 
@@ -60,18 +66,21 @@ class BenchRun:
                          for r in doc.get("replication", [])],
             drift=[DriftResult(**{**d, "runs": [DriftRun(**x) for x in d["runs"]]})
                    for d in doc.get("drift", [])],
+            suites=[SuiteResult.from_json(s) for s in doc.get("suites", [])],
         )
 
 
 def without(run: BenchRun, newer: BenchRun) -> BenchRun:
     """`run` minus every part that `newer` measured again."""
     remeasured = {(w.workload, w.n_models) for w in newer.workloads}
+    suites = {s.workload for s in newer.suites}
     return BenchRun(
         command=run.command, facts=run.facts,
         workloads=[w for w in run.workloads if (w.workload, w.n_models) not in remeasured],
         startup=[] if newer.startup else run.startup,
         replication=[] if newer.replication else run.replication,
         drift=[] if newer.drift else run.drift,
+        suites=[s for s in run.suites if s.workload not in suites],
     )
 
 
@@ -95,3 +104,14 @@ def save(path: Path, current: BenchRun, earlier: list[BenchRun]) -> None:
     if earlier:
         doc["earlier"] = [run.to_json() for run in earlier]
     path.write_text(json.dumps(doc, indent=1))
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<path>.lock` (read-merge-write of results.json by concurrent runs)."""
+    with path.with_name(f".{path.name}.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

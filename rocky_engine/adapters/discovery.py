@@ -70,6 +70,14 @@ class DiscoverOutcome:
     failed_sources: list[FailedSource] = field(default_factory=list)
     misfits: list[Misfit] = field(default_factory=list)
 
+    def fit(self, pattern: SchemaPattern, schema: str) -> ParsedSchema | None:
+        """``schema`` parsed by ``pattern``; None when it does not fit (a near miss goes to ``misfits``)."""
+        parsed = pattern.parse(schema)
+        if isinstance(parsed, Misfit):
+            self.misfits.append(parsed)
+            return None
+        return parsed
+
 
 class DiscoveryAdapter(Protocol):
     """Answers "which sources exist" for one replication pipeline."""
@@ -117,13 +125,9 @@ def build_outcome(
     """Match schema names against ``pattern``; shared by every discovery implementation."""
     outcome = DiscoverOutcome()
     for schema in sorted(tables_by_schema):
-        parsed = pattern.parse(schema)
-        if parsed is None:
-            continue
-        if isinstance(parsed, Misfit):
-            outcome.misfits.append(parsed)
-            continue
-        outcome.sources.append(_source(parsed, tables_by_schema[schema], source_type, last_sync))
+        parsed = outcome.fit(pattern, schema)
+        if parsed is not None:
+            outcome.sources.append(_source(parsed, tables_by_schema[schema], source_type, last_sync))
     return outcome
 
 

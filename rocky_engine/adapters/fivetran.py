@@ -34,7 +34,7 @@ from rocky_engine.adapters.discovery import (
 )
 from rocky_engine.errors import AdapterError, ConfigError
 from rocky_engine.logs import get_logger
-from rocky_engine.replication.schema_pattern import Misfit, SchemaPattern
+from rocky_engine.replication.schema_pattern import SchemaPattern
 from rocky_engine.run.retry import CircuitBreaker, StatementRetrier
 
 if TYPE_CHECKING:
@@ -283,13 +283,9 @@ class FivetranDiscovery:
         candidates: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
         for connector in self.client.connectors(self.cfg.destination_id):
             schema = str(connector.get("schema") or "")
-            parsed = pattern.parse(schema)
-            if parsed is None:
-                continue
-            if isinstance(parsed, Misfit):
-                outcome.misfits.append(parsed)
-                continue
-            candidates.append((connector, schema, dict(parsed.components)))
+            parsed = outcome.fit(pattern, schema)
+            if parsed is not None:
+                candidates.append((connector, schema, dict(parsed.components)))
 
         def fetch(item: tuple[dict[str, Any], str, dict[str, Any]]) -> DiscoveredSource | FailedSource:
             connector, schema, components = item

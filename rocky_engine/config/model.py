@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +14,8 @@ from rocky_engine.config.hooks import HookConfig
 from rocky_engine.config.pipelines import PipelineConfig
 from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
 from rocky_engine.errors import ConfigError
+
+T = TypeVar("T")
 
 
 class RockyConfig(BaseModel):
@@ -42,14 +45,9 @@ class RockyConfig(BaseModel):
         Raises:
             ConfigError: no such pipeline; the message lists the available names.
         """
-        try:
-            return self.pipelines[name]
-        except KeyError:
-            raise ConfigError(
-                f"unknown pipeline '{name}'; available pipelines: {_names(self.pipelines)}",
-                file=self.path,
-                hint="pass one of those names or add a [pipeline.<name>] table",
-            ) from None
+        return self._lookup(
+            self.pipelines, "pipeline", name, "pass one of those names or add a [pipeline.<name>] table"
+        )
 
     def adapter(self, name: str) -> AdapterConfig:
         """The adapter called ``name``.
@@ -57,14 +55,9 @@ class RockyConfig(BaseModel):
         Raises:
             ConfigError: no such adapter; the message lists the available names.
         """
-        try:
-            return self.adapters[name]
-        except KeyError:
-            raise ConfigError(
-                f"unknown adapter '{name}'; available adapters: {_names(self.adapters)}",
-                file=self.path,
-                hint="use one of those names or add an [adapter.<name>] table",
-            ) from None
+        return self._lookup(
+            self.adapters, "adapter", name, "use one of those names or add an [adapter.<name>] table"
+        )
 
     def connector(self, name: str) -> ConnectorConfig:
         """The child connector called ``name``.
@@ -72,14 +65,9 @@ class RockyConfig(BaseModel):
         Raises:
             ConfigError: no such connector; the message lists the available names.
         """
-        try:
-            return self.connectors[name]
-        except KeyError:
-            raise ConfigError(
-                f"unknown connector '{name}'; available connectors: {_names(self.connectors)}",
-                file=self.path,
-                hint="use one of those names or add a [connector.<name>] table",
-            ) from None
+        return self._lookup(
+            self.connectors, "connector", name, "use one of those names or add a [connector.<name>] table"
+        )
 
     def pipeline_timezone(self, name: str) -> str:
         """The timezone a pipeline's schedule uses: its own, else ``[schedule].timezone``."""
@@ -88,6 +76,12 @@ class RockyConfig(BaseModel):
             return pipeline.schedule.timezone
         return self.schedule.timezone
 
-
-def _names(items: Mapping[str, object]) -> str:
-    return ", ".join(sorted(items)) if items else "(none defined)"
+    def _lookup(self, items: Mapping[str, T], kind: str, name: str, hint: str) -> T:
+        """``items[name]``, or the ConfigError that lists the defined names of ``kind``."""
+        try:
+            return items[name]
+        except KeyError:
+            names = ", ".join(sorted(items)) if items else "(none defined)"
+            raise ConfigError(
+                f"unknown {kind} '{name}'; available {kind}s: {names}", file=self.path, hint=hint
+            ) from None

@@ -33,7 +33,7 @@ V020  warning   the project defines no pipelines and no connectors
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +47,7 @@ from rocky_engine.config.pipelines import (
     SnapshotPipeline,
     TransformationPipeline,
 )
+from rocky_engine.graph import find_cycles
 from rocky_engine.output import Result, WireModel, md_table
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -159,46 +160,6 @@ def _depends_on(cfg: RockyConfig) -> Iterator[ValidationMessage]:
             f"depends_on cycle detected involving: {members}; remove one of those depends_on entries",
             f"pipeline.{members[0]}.depends_on",
         )
-
-
-def find_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """Each strongly connected component that forms a cycle (sorted members), in sorted order (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-    counter = 0
-
-    def visit(node: str) -> None:
-        nonlocal counter
-        index[node] = low[node] = counter
-        counter += 1
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, ()):
-            if nxt not in graph:
-                continue
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            members: list[str] = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                members.append(top)
-                if top == node:
-                    break
-            if len(members) > 1 or node in graph.get(node, ()):
-                cycles.append(sorted(members))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return sorted(cycles)
 
 
 # --- schedules ------------------------------------------------------------------------------------------

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.errors import HookAbort
-from rocky_engine.hooks.commands import CommandOutcome, program_name, run_command_hook
 from rocky_engine.hooks.event import ABORTABLE_EVENTS, HookEvent, rfc3339_now
 from rocky_engine.logs import get_logger
 
 if TYPE_CHECKING:
     from rocky_engine.config import CommandHook, HookConfig, RockyConfig, WebhookHook
+    from rocky_engine.hooks.commands import CommandOutcome
     from rocky_engine.hooks.webhooks import DeliveryOutcome
     from rocky_engine.run.context import EventSink
 
@@ -131,6 +131,9 @@ class HookDispatcher:
         )
         results: list[HookResult] = []
         abort: HookAbort | None = None
+        if commands:
+            # Only here: subprocess and shlex load when a command hook runs, not on every run.
+            from rocky_engine.hooks.commands import run_command_hook
         for index, hook in enumerate(commands):
             outcome = run_command_hook(hook, ctx, cwd=self._cwd, environ=self._environ)
             label = f"on_{event}[{index}]"
@@ -153,6 +156,8 @@ class HookDispatcher:
     def _command_failed(
         self, label: str, hook: CommandHook, outcome: CommandOutcome, event: str
     ) -> HookAbort | None:
+        from rocky_engine.hooks.commands import program_name
+
         what = f"hook {label} ({program_name(hook.command)}) {outcome.describe()}"
         if hook.on_failure == "ignore":
             log.debug("%s (on_failure = ignore)", what)
@@ -197,6 +202,8 @@ class HookDispatcher:
 
 
 def _command_result(label: str, hook: CommandHook, outcome: CommandOutcome) -> HookResult:
+    from rocky_engine.hooks.commands import program_name
+
     return HookResult(
         kind="command",
         hook=label,

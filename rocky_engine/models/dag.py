@@ -7,10 +7,10 @@ always list models the same way.
 from __future__ import annotations
 
 import difflib
-import heapq
 from dataclasses import dataclass, field
 
 from rocky_engine.errors import CircularDependencyError, UnknownDependencyError
+from rocky_engine.graph import reachable, topological_order
 from rocky_engine.models.model import Model
 from rocky_engine.models.sql_refs import TableRef, find_table_refs
 
@@ -29,14 +29,7 @@ class ModelSet:
 
     def downstream(self, name: str) -> set[str]:
         """Every model that depends on ``name`` directly or transitively."""
-        seen: set[str] = set()
-        stack = list(self.dependents.get(name, ()))
-        while stack:
-            cur = stack.pop()
-            if cur not in seen:
-                seen.add(cur)
-                stack.extend(self.dependents.get(cur, ()))
-        return seen
+        return reachable(self.dependents.get(name, ()), lambda cur: self.dependents.get(cur, ()))
 
     def built_upstream(self, name: str) -> list[str]:
         """Direct dependencies of ``name`` with ephemeral models (inlined, never built) replaced by
@@ -56,14 +49,8 @@ class ModelSet:
         return sorted(result)
 
     def upstream(self, name: str) -> set[str]:
-        seen: set[str] = set()
-        stack = list(self.models[name].depends_on)
-        while stack:
-            cur = stack.pop()
-            if cur not in seen:
-                seen.add(cur)
-                stack.extend(self.models[cur].depends_on)
-        return seen
+        """Every model ``name`` depends on directly or transitively."""
+        return reachable(self.models[name].depends_on, lambda cur: self.models[cur].depends_on)
 
 
 def build_model_set(models: dict[str, Model]) -> ModelSet:
@@ -97,25 +84,10 @@ def build_model_set(models: dict[str, Model]) -> ModelSet:
             dependents[dep].append(name)
     for children in dependents.values():
         children.sort()
-    order = _topological_order(models, dependents)
-    return ModelSet(models=models, order=order, dependents=dependents, refs=refs)
-
-
-def _topological_order(models: dict[str, Model], dependents: dict[str, list[str]]) -> list[str]:
-    indegree = {name: len(model.depends_on) for name, model in models.items()}
-    ready = [name for name, deg in indegree.items() if deg == 0]
-    heapq.heapify(ready)
-    order: list[str] = []
-    while ready:
-        name = heapq.heappop(ready)
-        order.append(name)
-        for child in dependents[name]:
-            indegree[child] -= 1
-            if indegree[child] == 0:
-                heapq.heappush(ready, child)
+    order = topological_order({name: model.depends_on for name, model in models.items()})
     if len(order) != len(models):
-        raise CircularDependencyError(_cycle_members(models, {n for n, d in indegree.items() if d > 0}))
-    return order
+        raise CircularDependencyError(_cycle_members(models, set(models).difference(order)))
+    return ModelSet(models=models, order=order, dependents=dependents, refs=refs)
 
 
 def _cycle_members(models: dict[str, Model], remaining: set[str]) -> list[str]:

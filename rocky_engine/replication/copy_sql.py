@@ -5,10 +5,14 @@ Per table, in the common case, exactly one statement copies and one reads the ne
 - first copy, ``full_refresh``, a drift rebuild, or an incremental table whose watermark is unknown:
   ``CREATE OR REPLACE TABLE target AS SELECT ... FROM source`` (PostgreSQL: drop + create in one
   transaction);
-- ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > GREATEST(<watermark>,
-  (SELECT MAX(ts) FROM target))``. The stored watermark is the contract's lower bound; the target's own
-  maximum guards against a crash between the copy and the state write, so re-running a copy never
-  duplicates rows;
+- ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > <watermark> AND ts >
+  COALESCE((SELECT MAX(ts) FROM target), <watermark>)``, i.e. ``ts > GREATEST(<watermark>, MAX(ts) of the
+  target)``. The stored watermark is the contract's lower bound; the target's own maximum guards against
+  a crash between the copy and the state write, so re-running a copy never duplicates rows. The
+  watermark stands alone as the first condition so the warehouse filters the source scan with it
+  (DuckDB pushes a constant comparison into the scan and skips the older rows' other columns, a fifth of
+  the statement's time; PostgreSQL can use an index on ``ts``), which a bound computed with the
+  sub-select (``GREATEST(<watermark>, (SELECT ...))``) prevents;
 - ``merge``: delete the target rows whose keys arrive, insert the newest arriving row per key, in one
   transaction (rows with a NULL key never match);
 - then ``SELECT MAX(ts) FROM target``: the new watermark (incremental and merge). A run that copies many
@@ -276,18 +280,20 @@ def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark:
         rows = atomically(session, merge, f"merge into {tgt}")
     else:
         ts = quote_ident(spec.timestamp_column or "")
+        bound = f"CAST(? AS {spec.ts_type})"
         insert = (
             f"INSERT INTO {tgt} ({insert_columns(spec)}) SELECT {select_list(spec)} FROM {src} "
-            f"WHERE {ts} > GREATEST(CAST(? AS {spec.ts_type}), (SELECT MAX({ts}) FROM {tgt}))"
+            f"WHERE {ts} > {bound} AND {ts} > COALESCE((SELECT MAX({ts}) FROM {tgt}), {bound})"
         )
+        params = [spec.watermark, spec.watermark]
         alters = alter_statements(spec)
         if alters:
             def alter_and_insert() -> int | None:
                 for stmt in alters:
                     session.execute(stmt)
-                return session.execute(insert, [spec.watermark])
+                return session.execute(insert, params)
 
             rows = atomically(session, alter_and_insert, f"alter and copy into {tgt}")
         else:
-            rows = session.execute(insert, [spec.watermark])
+            rows = session.execute(insert, params)
     return CopyResult(rows=rows, watermark=read_watermark(session, spec) if read_mark else None, full=full)

@@ -51,6 +51,12 @@ def decide(
     target_dialect: str,
 ) -> DriftDecision:
     """Compare an existing target with its source (both from the run's one catalog read)."""
+    if source_dialect == target_dialect:
+        # The usual case, decided without parsing a type: in one dialect an identically spelled type is
+        # the same type, so a target with every source column under the same type has not drifted.
+        spelled = {c.name: c.data_type for c in target}
+        if all(spelled.get(c.name) == c.data_type for c in source):
+            return DriftDecision()
     decision = DriftDecision()
     existing = {c.name: c for c in target}
     rebuild_reasons: list[str] = []

@@ -12,7 +12,10 @@
   scheduling the same way.
 
 Workers (one session, or a source/target session pair, per thread) are created lazily, never more than
-the highest concurrency reached, and reused across tables.
+the highest concurrency reached, and reused across tables. When tables finish, their retry and stop
+decisions are taken first, then the free workers get their next tables, and only then does ``on_done``
+(the runner's bookkeeping: output, state flushes) run, so a worker never idles while the scheduling
+thread records another table.
 """
 
 from __future__ import annotations
@@ -139,7 +142,8 @@ def run_tables(
         except BaseException as exc:  # contained per table, reported by the runner
             return name, attempt, worker, None, exc
 
-    def settle(name: str, attempt: int, value: T | None, error: BaseException | None) -> None:
+    def settle(name: str, attempt: int, value: T | None, error: BaseException | None) -> TaskResult[T] | None:
+        """Decide a finished attempt: queued again (None), or final (its result; stop rules applied)."""
         nonlocal succeeded, failed
         kind = failure_kind_of(error)
         if error is not None and kind in PRESSURE_KINDS:
@@ -149,7 +153,7 @@ def run_tables(
             if on_retry is not None:
                 on_retry(name, error, attempt)
             queue.appendleft((name, attempt + 1))
-            return
+            return None
         started, t0 = first_start[name]
         outcome = TaskResult(name, started, int((time.perf_counter() - t0) * 1000), attempt, value, error)
         result.outcomes[name] = outcome
@@ -170,7 +174,10 @@ def run_tables(
                 f"{failed} of {done} tables failed ({failed * 100 // done}%), at or above "
                 f"error_rate_abort_pct = {pct}"
             )
-        if on_done is not None:
+        return outcome
+
+    def report(outcome: TaskResult[T] | None) -> None:
+        if outcome is not None and on_done is not None:
             on_done(outcome)
 
     def may_start() -> bool:
@@ -188,21 +195,27 @@ def run_tables(
             name, attempt = queue.popleft()
             _, _, worker, value, error = execute(name, attempt, take_worker())
             free.append(worker)
-            settle(name, attempt, value, error)
+            report(settle(name, attempt, value, error))
     else:
         in_flight: set[Future[tuple[str, int, W, T | None, BaseException | None]]] = set()
         with ThreadPoolExecutor(max_workers=limit.max_workers, thread_name_prefix="rocky-repl") as pool:
-            while True:
+
+            def fill() -> None:
                 while may_start() and len(in_flight) < limit.limit:
                     name, attempt = queue.popleft()
                     in_flight.add(pool.submit(execute, name, attempt, take_worker()))
-                if not in_flight:
-                    break
+
+            fill()
+            while in_flight:
                 done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                finished: list[TaskResult[T] | None] = []
                 for fut in sorted(done, key=lambda f: f.result()[0]):
                     name, attempt, worker, value, error = fut.result()
                     free.append(worker)
-                    settle(name, attempt, value, error)
+                    finished.append(settle(name, attempt, value, error))
+                fill()
+                for outcome in finished:
+                    report(outcome)
     seen = set(result.outcomes)
     result.not_run = [n for n in names if n not in seen]
     return result, workers

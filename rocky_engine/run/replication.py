@@ -10,8 +10,8 @@ State: each finished table's progress row and, on success, its new watermark are
 transaction, batched every ``PROGRESS_FLUSH_SECONDS`` and at the end: a run killed midway leaves the
 tables it finished resumable (``--resume``), and a table's watermark never moves without its progress
 row. A failed table never advances its watermark. Inside one warehouse the new watermarks (``MAX(ts)``
-of each target, read after its copy) are read per batch, just before the batch is written, in one
-``UNION ALL`` statement (``copy_sql.read_watermarks``) instead of one statement per table; a target
+of each target, read after its copy) are read in batches (every ``MARK_BATCH`` copied tables and before
+each write), one ``UNION ALL`` statement each (``copy_sql.read_watermarks``), not one per table; a target
 whose watermark cannot be read keeps its stored one (the copy's guard below makes that safe). A table
 copied but not yet flushed when the process died is copied again on resume; the copy's guard
 (``ts > GREATEST(watermark, MAX(ts) of the target)``, or a full rebuild when no watermark is known) keeps
@@ -65,6 +65,9 @@ if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
 
 PROGRESS_FLUSH_SECONDS = 0.25
+#: copied tables whose watermarks are read together even before the next flush, so the read left for the
+#: end of the run (when nothing else is running) stays short
+MARK_BATCH = 32
 Worker = tuple[WarehouseSession, WarehouseSession]
 
 
@@ -339,6 +342,8 @@ class ReplicationRunner:
             self._pending.append(ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished))
             if copied.deferred_mark and spec is not None:
                 self._unread.append((plan.key, spec, meta))
+                if len(self._unread) >= MARK_BATCH:
+                    self._read_marks()
             elif watermark is not None:
                 self._pending_watermarks[plan.key] = watermark
             status = "success"
@@ -378,7 +383,7 @@ class ReplicationRunner:
         self._last_flush = time.perf_counter()
 
     def _read_marks(self) -> None:
-        """Read the new watermarks of the tables copied since the last flush, in one batch."""
+        """Read the new watermarks of the tables copied since the last read, in one batch."""
         unread, self._unread = self._unread, []
         if not unread or self._mark_session is None:
             return

@@ -11,12 +11,12 @@ first anchors it, so a quiet tick does not import croniter at all.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rocky_engine.errors import ConfigError
+from rocky_engine.graph import find_cycles, topological_order
 
 if TYPE_CHECKING:
     from rocky_engine.config import RockyConfig
@@ -81,7 +81,7 @@ def build_plan(config: RockyConfig, *, check_crons: bool = True) -> SchedulePlan
     Raises:
         ConfigError: ``after`` references form a cycle.
     """
-    from rocky_engine.config.validation import cron_problem, find_cycles, timezone_problem
+    from rocky_engine.config.validation import cron_problem, timezone_problem
 
     plan = SchedulePlan()
     zone_problems: dict[str, str | None] = {}
@@ -133,29 +133,8 @@ def build_plan(config: RockyConfig, *, check_crons: bool = True) -> SchedulePlan
             key=f"pipeline.{cycles[0][0]}.schedule.after",
             hint="remove one of those after entries (rocky validate lists every cycle)",
         )
-    plan.order = _topological(graph)
+    plan.order = topological_order(graph)
     return plan
-
-
-def _topological(graph: dict[str, list[str]]) -> list[str]:
-    """Kahn's algorithm with a heap: upstreams first, alphabetical among the ready."""
-    downstream: dict[str, list[str]] = {n: [] for n in graph}
-    pending = {n: 0 for n in graph}
-    for node, ups in graph.items():
-        for up in set(ups):
-            downstream[up].append(node)
-            pending[node] += 1
-    ready = [n for n, count in pending.items() if count == 0]
-    heapq.heapify(ready)
-    order: list[str] = []
-    while ready:
-        node = heapq.heappop(ready)
-        order.append(node)
-        for nxt in downstream[node]:
-            pending[nxt] -= 1
-            if pending[nxt] == 0:
-                heapq.heappush(ready, nxt)
-    return order
 
 
 def freshness_budget(project: Project, plan: PipelinePlan) -> int | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.fake_fivetran import FakeConnector, FakeFivetran, serve
+from tests.fixtures.fake_fivetran import FakeConnector, FakeFivetran, project_toml, serve
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYGROUND = REPO / "examples" / "playground"
@@ -57,45 +57,6 @@ def stand_in(tmp_path: Path) -> Callable[[str], str]:
         return str(path)
 
     return make
-
-
-FIVETRAN_TOML = """
-[adapter.warehouse]
-type = "duckdb"
-path = "warehouse.duckdb"
-
-[adapter.fivetran]
-type = "fivetran"
-kind = "discovery"
-api_key = "${{FAKE_FIVETRAN_KEY}}"
-api_secret = "${{FAKE_FIVETRAN_SECRET}}"
-destination_id = "{group}"
-base_url = "{base_url}"
-
-[adapter.fivetran.retry]
-max_retries = 0
-circuit_breaker_threshold = 0
-
-[pipeline.raw]
-type = "replication"
-strategy = "full_refresh"
-
-[pipeline.raw.source]
-adapter = "warehouse"
-
-[pipeline.raw.source.schema_pattern]
-prefix = "src"
-separator = "__"
-components = ["tenant", "connector"]
-
-[pipeline.raw.source.discovery]
-adapter = "fivetran"
-
-[pipeline.raw.target]
-adapter = "warehouse"
-catalog_template = "warehouse"
-schema_template = "stg__{{tenant}}__{{connector}}"
-"""
 
 
 @pytest.fixture
@@ -140,7 +101,16 @@ def fivetran_project(
         project = tmp_path / "fivetran_project"
         project.mkdir()
         config = project / "rocky.toml"
-        config.write_text(FIVETRAN_TOML.format(group=fake_fivetran.group_id, base_url=base_url))
+        config.write_text(
+            project_toml(
+                fake_fivetran,
+                base_url,
+                catalog="warehouse",
+                api_key="${FAKE_FIVETRAN_KEY}",
+                api_secret="${FAKE_FIVETRAN_SECRET}",
+                pipeline_keys='strategy = "full_refresh"',
+            )
+        )
         yield config
 
 

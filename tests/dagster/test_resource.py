@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from dagster_rocky import RockyResource, RunResult, _process
 from dagster_rocky.resource import PREVIEW_CHARS
+from tests.fixtures.processes import pid_alive
 
 RUN_JSON = {
     "version": "0.1.0",
@@ -46,19 +46,6 @@ RUN_JSON = {
     ],
     "some_future_field": {"ignored": True},
 }
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); it is dead for our purpose
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_construction_does_no_io() -> None:
@@ -122,10 +109,10 @@ def test_timeout_kills_the_whole_process_group(
     assert "starting" in failure.metadata["stderr_preview"].value
     child, grandchild = (int(p) for p in pids.read_text().split())
     deadline = time.monotonic() + 5
-    while (_pid_alive(child) or _pid_alive(grandchild)) and time.monotonic() < deadline:
+    while (pid_alive(child) or pid_alive(grandchild)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _pid_alive(child)
-    assert not _pid_alive(grandchild)
+    assert not pid_alive(child)
+    assert not pid_alive(grandchild)
 
 
 def test_unparseable_output_is_a_failure_with_previews(stand_in: Callable[[str], str]) -> None:

@@ -24,6 +24,9 @@ from rocky_engine.errors import StateError
 
 T = TypeVar("T")
 
+#: attempts per request, first try included (each client's own retry mode backs off between them)
+DEFAULT_ATTEMPTS = 3
+
 
 class _Unconditional:
     """The type of :data:`ANY`."""
@@ -41,6 +44,14 @@ Condition = str | None | _Unconditional
 
 class RemoteStateError(StateError):
     """A remote state backend could not be reached, read or written."""
+
+
+def missing_client(backend: str, package: str) -> RemoteStateError:
+    """The error for a backend whose client library (shipped with the ``remote`` extra) is not installed."""
+    return RemoteStateError(
+        f"the {backend} state backend needs {package}, which is not installed",
+        hint="install rocky with the remote extra: pip install 'rocky[remote]'",
+    )
 
 
 class RemoteConflictError(RemoteStateError):

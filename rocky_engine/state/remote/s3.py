@@ -11,23 +11,25 @@ the object's ETag (the MD5 of the body for a single-part PUT) before it is repor
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocky_engine.state.remote.backend import (
     ANY,
+    DEFAULT_ATTEMPTS,
     Blob,
     Condition,
     PreconditionFailed,
     RemoteStateError,
     _Unconditional,
+    missing_client,
     redact_url,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-#: attempts per request, first try included (botocore ``standard`` retry mode backs off between them)
-DEFAULT_ATTEMPTS = 3
+T = TypeVar("T")
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
 _MISSING_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
 
@@ -51,10 +53,7 @@ class S3Backend:
             import boto3
             from botocore.config import Config
         except ImportError as exc:  # pragma: no cover - boto3 ships with the [remote] extra
-            raise RemoteStateError(
-                "the s3 state backend needs boto3, which is not installed",
-                hint="install rocky with the remote extra: pip install 'rocky[remote]'",
-            ) from exc
+            raise missing_client("s3", "boto3") from exc
         self.bucket = bucket
         self.prefix = _normalise_prefix(prefix)
         self._endpoint = f" (endpoint {redact_url(endpoint_url)})" if endpoint_url else ""
@@ -79,32 +78,17 @@ class S3Backend:
         return f"s3://{self.bucket}/{self._key(name)}{self._endpoint}"
 
     def get(self, name: str) -> Blob | None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
+        def fetch() -> Blob:
             resp = self._client.get_object(Bucket=self.bucket, Key=self._key(name))
-            data = resp["Body"].read()
-        except ClientError as exc:
-            if _code(exc) in _MISSING_CODES:
-                return None
-            raise self._error(exc, "read", name) from exc
-        except BotoCoreError as exc:
-            raise self._error(exc, "read", name) from exc
-        return Blob(data=data, generation=str(resp["ETag"]))
+            return Blob(data=resp["Body"].read(), generation=str(resp["ETag"]))
+
+        return self._read(name, fetch)
 
     def head(self, name: str) -> str | None:
         """The current generation of ``name`` without its body (``None`` when it does not exist)."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            resp = self._client.head_object(Bucket=self.bucket, Key=self._key(name))
-        except ClientError as exc:
-            if _code(exc) in _MISSING_CODES:
-                return None
-            raise self._error(exc, "read", name) from exc
-        except BotoCoreError as exc:
-            raise self._error(exc, "read", name) from exc
-        return str(resp["ETag"])
+        return self._read(
+            name, lambda: str(self._client.head_object(Bucket=self.bucket, Key=self._key(name))["ETag"])
+        )
 
     def put(
         self, name: str, data: bytes, *, expect: Condition = ANY, ttl_seconds: float | None = None
@@ -151,6 +135,19 @@ class S3Backend:
     def close(self) -> None:
         self._client.close()
 
+    def _read(self, name: str, fn: Callable[[], T]) -> T | None:
+        """Run one read request: ``None`` when the object does not exist, else a located error."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return fn()
+        except ClientError as exc:
+            if _code(exc) in _MISSING_CODES:
+                return None
+            raise self._error(exc, "read", name) from exc
+        except BotoCoreError as exc:
+            raise self._error(exc, "read", name) from exc
+
     def _error(self, exc: Exception, action: str, name: str) -> RemoteStateError:
         from botocore.exceptions import ClientError, NoCredentialsError
 
@@ -185,4 +182,3 @@ def _code(exc: Any) -> str:
 def _normalise_prefix(prefix: str) -> str:
     prefix = prefix.lstrip("/")
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
-

@@ -15,15 +15,15 @@ from typing import Any
 
 from rocky_engine.state.remote.backend import (
     ANY,
+    DEFAULT_ATTEMPTS,
     Blob,
     Condition,
     PreconditionFailed,
     RemoteStateError,
     _Unconditional,
+    missing_client,
     redact_url,
 )
-
-DEFAULT_ATTEMPTS = 3
 
 # Replace KEYS[1] with ARGV[2] only if SHA-1(current) == ARGV[1]; ARGV[3] is a TTL in ms or ''.
 _REPLACE_IF = """
@@ -68,10 +68,7 @@ class ValkeyBackend:
             from redis.backoff import ExponentialBackoff
             from redis.retry import Retry
         except ImportError as exc:  # pragma: no cover - redis ships with the [remote] extra
-            raise RemoteStateError(
-                "the valkey state backend needs the redis package, which is not installed",
-                hint="install rocky with the remote extra: pip install 'rocky[remote]'",
-            ) from exc
+            raise missing_client("valkey", "the redis package") from exc
         self.prefix = prefix
         self._url = redact_url(url)
         self.location = f"{self._url} (prefix {prefix!r})"

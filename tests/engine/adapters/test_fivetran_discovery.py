@@ -17,46 +17,7 @@ from rocky_engine.adapters.fivetran import (
 )
 from rocky_engine.config import load_config
 from rocky_engine.config.pipelines import ReplicationPipeline
-from tests.fixtures.fake_fivetran import Failure, FakeConnector, FakeFivetran, serve
-
-CONFIG = """
-[adapter.warehouse]
-type = "duckdb"
-path = "wh.duckdb"
-
-[adapter.fivetran]
-type = "fivetran"
-kind = "discovery"
-api_key = "{key}"
-api_secret = "{secret}"
-destination_id = "{group}"
-base_url = "{base_url}"
-
-[adapter.fivetran.retry]
-max_retries = {retries}
-initial_backoff_ms = 1
-max_backoff_ms = 5
-circuit_breaker_threshold = {breaker}
-
-[pipeline.raw]
-type = "replication"
-
-[pipeline.raw.source]
-adapter = "warehouse"
-
-[pipeline.raw.source.schema_pattern]
-prefix = "src"
-separator = "__"
-components = ["tenant", "connector"]
-
-[pipeline.raw.source.discovery]
-adapter = "fivetran"
-
-[pipeline.raw.target]
-adapter = "warehouse"
-catalog_template = "wh"
-schema_template = "stg__{{tenant}}__{{connector}}"
-"""
+from tests.fixtures.fake_fivetran import Failure, FakeConnector, FakeFivetran, project_toml, serve
 
 
 @pytest.fixture
@@ -95,16 +56,7 @@ def _discovery(
     secret: str | None = None,
 ) -> tuple[FivetranDiscovery, ReplicationPipeline]:
     path = tmp_path / "rocky.toml"
-    path.write_text(
-        CONFIG.format(
-            key=fake.api_key,
-            secret=secret or fake.api_secret,
-            group=fake.group_id,
-            base_url=base_url,
-            retries=retries,
-            breaker=breaker,
-        )
-    )
+    path.write_text(project_toml(fake, base_url, api_secret=secret, retries=retries, breaker=breaker))
     config = load_config(path)
     pipeline = config.pipeline("raw")
     assert isinstance(pipeline, ReplicationPipeline)

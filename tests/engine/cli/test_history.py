@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,21 +12,18 @@ import pytest
 
 from rocky_engine import __version__
 from rocky_engine.state import ModelExecution, RunRecord, StateStore
+from tests.fixtures.projects import Cli, run_rocky
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 RUN_KEYS = {"run_id", "started_at", "duration_ms", "status", "trigger", "models_executed"}
 AUDIT_KEYS = {"hostname", "triggering_identity", "config_hash", "idempotency_key", "exit_code"}
 
 
-def rocky(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "rocky_engine.cli.main", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, env=env,
-    )
+def rocky(cwd: Path, *args: str) -> Cli:
+    return run_rocky(args, cwd=cwd)
 
 
-def doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def doc(proc: Cli) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith("\n")
     parsed: dict[str, Any] = json.loads(proc.stdout)

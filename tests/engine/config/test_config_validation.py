@@ -12,12 +12,12 @@ from rocky_engine.config.validation import (
     ValidateResult,
     ValidationMessage,
     cron_problem,
-    find_cycles,
     run_validation,
     timezone_problem,
     validate_config,
     validate_models,
 )
+from rocky_engine.graph import find_cycles
 from rocky_engine.output import to_json
 
 ADAPTER = '[adapter]\ntype = "duckdb"\npath = "wh.duckdb"\n'

@@ -4,21 +4,19 @@ through a real ``rocky`` subprocess (or in process where a clock must be injecte
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
+from tests.fixtures import projects
+from tests.fixtures.projects import child_env, duckdb_query, popen_rocky, run_rocky
 
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
 PROGRAM = Path(__file__).with_name("fake_connector.py")
 
 CONFIG = """\
@@ -47,16 +45,7 @@ egress_hosts = ["api.example.com"]
 
 
 @dataclass
-class Cli:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self.stdout)
-        return doc
-
+class Cli(projects.Cli):
     @property
     def connector(self) -> dict[str, Any]:
         value: dict[str, Any] = self.json["connector"]
@@ -112,22 +101,16 @@ class ConnectorProject:
         return self
 
     def cli(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
-        proc = subprocess.run(
-            [*ROCKY, "-c", str(self.config), "--output", "json", *args],
-            capture_output=True, text=True, cwd=self.root, env=child_env({**self.env, **(env or {})}),
-            timeout=timeout,
-        )
-        return Cli(proc.returncode, proc.stdout, proc.stderr)
+        done = run_rocky(["-c", str(self.config), "--output", "json", *args], cwd=self.root,
+                         env={**self.env, **(env or {})}, timeout=timeout)
+        return Cli(done.returncode, done.stdout, done.stderr)
 
     def load(self, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
         return self.cli("load", "--connector", self.name, env=env, timeout=timeout)
 
     def popen(self, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [*ROCKY, "-c", str(self.config), "--output", "json", "load", "--connector", self.name],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.root,
-            env=child_env({**self.env, **(env or {})}),
-        )
+        return popen_rocky(["-c", str(self.config), "--output", "json", "load", "--connector", self.name],
+                           cwd=self.root, env={**self.env, **(env or {})})
 
     def load_in_process(self, clock: Callable[[], datetime] | None = None) -> Any:
         from rocky_engine.connectors.runner import execute_connector_load
@@ -140,11 +123,7 @@ class ConnectorProject:
         return execute_connector_load(project, self.name, env=env, clock=clock)
 
     def rows(self, sql: str = "SELECT count(*) FROM wh.raw.events") -> list[tuple[Any, ...]]:
-        con = duckdb.connect(str(self.root / "wh.duckdb"))
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
+        return duckdb_query(self.root / "wh.duckdb", sql)
 
     def count(self) -> int:
         return int(self.rows()[0][0])
@@ -176,31 +155,3 @@ class ConnectorProject:
 
     def scratch_dirs(self) -> list[Path]:
         return sorted(self.landing.iterdir()) if self.landing.exists() else []
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    env.update(extra or {})
-    return env
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); it is dead for our purposes
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return True

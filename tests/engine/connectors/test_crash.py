@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rocky_engine.state.store import StateStore
-from tests.engine.connectors.kit import ConnectorProject, pid_alive, wait_for
+from tests.engine.connectors.kit import ConnectorProject
+from tests.fixtures.processes import pid_alive, wait_for
 
 
 class Watched:

@@ -10,7 +10,8 @@ import pytest
 
 from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
 from rocky_engine.connectors.limits import EffectiveLimits
-from tests.engine.connectors.kit import ConnectorProject, pid_alive
+from tests.engine.connectors.kit import ConnectorProject
+from tests.fixtures.processes import pid_alive
 
 
 def test_wall_time_stops_the_program(cp: ConnectorProject) -> None:

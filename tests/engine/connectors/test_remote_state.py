@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.connectors.kit import ConnectorProject, wait_for
+from tests.engine.connectors.kit import ConnectorProject
+from tests.fixtures.processes import wait_for
 from tests.fixtures.redis import RedisServer
 
 

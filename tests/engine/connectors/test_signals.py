@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.engine.connectors.kit import ConnectorProject, pid_alive, wait_for
+from tests.engine.connectors.kit import ConnectorProject
+from tests.fixtures.processes import pid_alive, wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -4,9 +4,6 @@ subprocess, and a local HTTP receiver for webhooks (127.0.0.1 only)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -17,9 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
+from tests.fixtures.projects import TRANSFORMATION_TOML, Cli, duckdb_sql, run_rocky
 
 GOOD_SQL = "SELECT id, amount FROM raw.orders"
 BAD_SQL = "SELECT no_such_column FROM raw.orders"
@@ -36,48 +31,24 @@ def make_project(
     the path of rocky.toml."""
     root.mkdir(parents=True, exist_ok=True)
     config = root / "rocky.toml"
-    config.write_text(
-        textwrap.dedent(
-            """\
-            [adapter]
-            type = "duckdb"
-            path = "wh.duckdb"
-
-            [pipeline.models]
-            type = "transformation"
-            models = "models/**"
-            """
-        )
-        + textwrap.dedent(extra_toml)
-    )
+    config.write_text(TRANSFORMATION_TOML.format(pipeline="models") + textwrap.dedent(extra_toml))
     model_dir = root / "models"
     model_dir.mkdir(exist_ok=True)
     for name, sql in (models if models is not None else {"good": GOOD_SQL}).items():
         (model_dir / f"{name}.sql").write_text(sql + "\n")
     if seed:
-        con = duckdb.connect(str(root / "wh.duckdb"))
-        try:
-            con.execute("CREATE SCHEMA IF NOT EXISTS raw")
-            con.execute("CREATE OR REPLACE TABLE raw.orders AS SELECT * FROM (VALUES (1, 10.0), (2, 20.0)) "
-                        "AS t(id, amount)")
-        finally:
-            con.close()
+        duckdb_sql(
+            root / "wh.duckdb",
+            "CREATE SCHEMA IF NOT EXISTS raw",
+            "CREATE OR REPLACE TABLE raw.orders AS "
+            "SELECT * FROM (VALUES (1, 10.0), (2, 20.0)) AS t(id, amount)",
+        )
     return config
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    env.update(extra or {})
-    return env
-
-
-def rocky(config: Path, *args: str, env: dict[str, str] | None = None,
-          timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def rocky(config: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
     """A real ``rocky -c <config> <args>`` subprocess (cwd: the project directory)."""
-    return subprocess.run(
-        [*ROCKY, "-c", str(config), *args],
-        capture_output=True, text=True, cwd=config.parent, env=child_env(env), timeout=timeout, check=False,
-    )
+    return run_rocky(["-c", str(config), *args], cwd=config.parent, env=env, timeout=timeout)
 
 
 def run_in_process(config: Path, **options: Any) -> Any:

@@ -15,6 +15,7 @@ import pytest
 
 from rocky_engine.ops.doctor import DoctorResult, run_doctor
 from rocky_engine.state._time import to_db
+from rocky_engine.state.schema import SCHEMA_VERSION
 from rocky_engine.state.store import StateStore
 from tests.engine.hooks.kit import BAD_SQL, GOOD_SQL, make_project, receiver, run_in_process
 
@@ -36,7 +37,7 @@ def test_a_healthy_project(tmp_path: Path) -> None:
     assert list(checks) == ["config", "state", "state_schema", "adapters", "pipelines", "auth"]
     assert result.overall == "healthy" and result.exit_code() == 0
     assert checks["state"][1].endswith("readable, 1 run(s) recorded")
-    assert checks["state_schema"] == ("healthy", "schema version 1 (current)")
+    assert checks["state_schema"] == ("healthy", f"schema version {SCHEMA_VERSION} (current)")
     assert checks["adapters"] == ("healthy", f"default: {tmp_path / 'wh.duckdb'} opens (DuckDB)")
     assert checks["pipelines"] == ("healthy", "1 pipeline(s): models (1 models)")
     assert checks["auth"] == ("healthy", "no adapter needs credentials (embedded DuckDB only)")

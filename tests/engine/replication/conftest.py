@@ -3,25 +3,20 @@ whose ``src__*`` schemas are the sources; runs happen in process or through a re
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from rocky_engine.run.context import NullEventSink
 from rocky_engine.run.output import RunOutput
 from rocky_engine.state.store import StateStore
-
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
+from tests.fixtures.projects import DuckDBProject
 
 CONFIG = """\
 [adapter]
@@ -47,30 +42,7 @@ schema_template = "{schema_template}"
 
 
 @dataclass
-class Cli:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self.stdout)
-        return doc
-
-
-@dataclass
-class ReplicationProject:
-    root: Path
-    env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def config(self) -> Path:
-        return self.root / "rocky.toml"
-
-    @property
-    def warehouse(self) -> Path:
-        return self.root / "wh.duckdb"
-
+class ReplicationProject(DuckDBProject):
     @property
     def state_path(self) -> Path:
         return self.root / ".rocky-state.db"
@@ -91,25 +63,7 @@ class ReplicationProject:
             )
         )
 
-    def write_config(self, text: str) -> None:
-        self.config.write_text(textwrap.dedent(text))
-
     # ------------------------------------------------------------------ warehouse
-
-    def sql(self, *statements: str) -> None:
-        con = duckdb.connect(str(self.warehouse))
-        try:
-            for statement in statements:
-                con.execute(statement)
-        finally:
-            con.close()
-
-    def query(self, sql: str) -> list[tuple[Any, ...]]:
-        con = duckdb.connect(str(self.warehouse))
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
 
     def source_table(self, schema: str, table: str, rows: int = 10, start: int = 0) -> None:
         """``schema.table`` with ``id``, ``v`` and ``ts`` (one second apart), rows ``start..start+rows``."""
@@ -140,19 +94,6 @@ class ReplicationProject:
         project = load_project(self.config, env={**os.environ, **self.env})
         return execute_run(project, RunOptions(**options), events=events or NullEventSink())
 
-    def cli(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
-        proc = subprocess.run(
-            [*ROCKY, "-c", str(self.config), *args],
-            capture_output=True, text=True, cwd=self.root, env=child_env(env), timeout=timeout,
-        )
-        return Cli(proc.returncode, proc.stdout, proc.stderr)
-
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [*ROCKY, "-c", str(self.config), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.root, env=child_env(env),
-        )
-
     @contextmanager
     def store(self) -> Iterator[StateStore]:
         with StateStore.open(self.state_path, writer=False) as store:
@@ -161,12 +102,6 @@ class ReplicationProject:
     def watermark(self, key: str) -> str | None:
         with self.store() as store:
             return store.watermarks.get(key)
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    env.update(extra or {})
-    return env
 
 
 class RecordingSink:

@@ -3,70 +3,29 @@ through a real ``rocky`` subprocess."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from rocky_engine.run.output import RunOutput
 from rocky_engine.state.runs import RunRecord
-
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
-
-ROCKY_TOML = """\
-[adapter]
-type = "duckdb"
-path = "wh.duckdb"
-
-[pipeline.{pipeline}]
-type = "transformation"
-models = "models/**"
-"""
+from tests.fixtures.projects import ROCKY, DuckDBProject
+from tests.fixtures.projects import TRANSFORMATION_TOML as ROCKY_TOML
 
 
 @dataclass
-class Cli:
-    """A finished ``rocky`` subprocess."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self.stdout)
-        return doc
-
-
-@dataclass
-class WarehouseProject:
+class WarehouseProject(DuckDBProject):
     """A rocky.toml, a models/ directory and a DuckDB warehouse ``wh.duckdb`` (catalog ``wh``)."""
 
-    root: Path
     pipeline: str = "models"
-    env: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def config(self) -> Path:
-        return self.root / "rocky.toml"
-
-    @property
-    def warehouse(self) -> Path:
-        return self.root / "wh.duckdb"
 
     @property
     def state_path(self) -> Path:
         return self.root / "models" / ".rocky-state.db"
-
-    def write_config(self, text: str) -> None:
-        self.config.write_text(textwrap.dedent(text))
 
     def model(self, name: str, sql: str, toml: str | None = None, subdir: str = "") -> Path:
         """Write ``models/<subdir>/<name>.sql`` (and its sidecar when ``toml`` is given)."""
@@ -77,22 +36,6 @@ class WarehouseProject:
         if toml is not None:
             (directory / f"{name}.toml").write_text(textwrap.dedent(toml))
         return path
-
-    def sql(self, *statements: str) -> None:
-        """Run statements against the warehouse (source data) and close it again."""
-        con = duckdb.connect(str(self.warehouse))
-        try:
-            for statement in statements:
-                con.execute(statement)
-        finally:
-            con.close()
-
-    def query(self, sql: str) -> list[tuple[Any, ...]]:
-        con = duckdb.connect(str(self.warehouse))
-        try:
-            return con.execute(sql).fetchall()
-        finally:
-            con.close()
 
     def relation_kind(self, schema: str, table: str) -> str | None:
         rows = self.query(
@@ -110,39 +53,11 @@ class WarehouseProject:
         project = load_project(self.config, env={**os.environ, **self.env})
         return execute_run(project, RunOptions(**options))
 
-    def cli(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
-        """A real ``rocky -c <config> <args>`` subprocess."""
-        proc = subprocess.run(
-            [*ROCKY, "-c", str(self.config), *args],
-            capture_output=True,
-            text=True,
-            cwd=self.root,
-            env=child_env(env),
-            timeout=timeout,
-        )
-        return Cli(proc.returncode, proc.stdout, proc.stderr)
-
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [*ROCKY, "-c", str(self.config), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=self.root,
-            env=child_env(env),
-        )
-
     def runs(self) -> list[RunRecord]:
         from rocky_engine.state.store import StateStore
 
         with StateStore.open(self.state_path, writer=False) as store:
             return store.runs.list()
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    env.update(extra or {})
-    return env
 
 
 @pytest.fixture
@@ -152,7 +67,6 @@ def wp(tmp_path: Path) -> WarehouseProject:
     project.write_config(ROCKY_TOML.format(pipeline=project.pipeline))
     (tmp_path / "models").mkdir()
     return project
-
 
 
 @pytest.fixture

@@ -8,9 +8,7 @@ submission id) without warehouse work, so hundreds of ticks stay fast and determ
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,8 +19,8 @@ from rocky_engine.project import Project, load_project
 from rocky_engine.schedule.reconciler import Reconciler, ReconcilerOptions
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult
 from rocky_engine.state import RunRecord, StateStore
+from tests.fixtures.projects import ROCKY, child_env
 
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
 T0 = datetime(2026, 5, 2, 3, 0, tzinfo=UTC)
 
 HEADER = """
@@ -150,9 +148,9 @@ def record_run(
 def rocky(
     cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    base.update(env or {})
-    return subprocess.run([*ROCKY, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=base)
+    return subprocess.run(
+        [*ROCKY, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=child_env(env)
+    )
 
 
 def tick_json(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:

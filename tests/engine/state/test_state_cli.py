@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rocky_engine import __version__
 from rocky_engine.state import StateStore
+from tests.fixtures.projects import Cli, run_rocky
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 
-def rocky(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    return subprocess.run(
-        [sys.executable, "-m", "rocky_engine.cli.main", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, env=env,
-    )
+def rocky(cwd: Path, *args: str) -> Cli:
+    return run_rocky(args, cwd=cwd)
 
 
-def doc(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def doc(proc: Cli) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr
     parsed: dict[str, Any] = json.loads(proc.stdout)
     return parsed

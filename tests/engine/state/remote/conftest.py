@@ -8,7 +8,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,9 @@ import duckdb
 import pytest
 
 from rocky_engine.config.sections import StateConfig
+from tests.fixtures.projects import TRANSFORMATION_TOML, Cli, popen_rocky, run_rocky
 from tests.fixtures.redis import RedisServer
 from tests.fixtures.s3 import AWS_ENV, S3Server
-
-ROCKY = [sys.executable, "-m", "rocky_engine.cli.main"]
 
 
 @dataclass
@@ -131,13 +129,6 @@ WATERMARK_KEY = "wh.marts.events_inc"
 
 
 @dataclass
-class Cli:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@dataclass
 class Machine:
     """One machine: rocky.toml, models/, a DuckDB warehouse and a local state file of its own."""
 
@@ -155,20 +146,8 @@ class Machine:
         (self.root / "models").mkdir(parents=True, exist_ok=True)
         (self.root / "models" / "events_inc.sql").write_text(MODEL_SQL)
         (self.root / "models" / "events_inc.toml").write_text(MODEL_TOML)
-        self.config.write_text(
-            textwrap.dedent(
-                """\
-                [adapter]
-                type = "duckdb"
-                path = "wh.duckdb"
-
-                [pipeline.models]
-                type = "transformation"
-                models = "models/**"
-                """
-            )
-            + "\n" + state_toml + "\n" + hooks
-        )
+        toml = TRANSFORMATION_TOML.format(pipeline="models")
+        self.config.write_text(toml + "\n" + state_toml + "\n" + hooks)
 
     def seed(self, *timestamps: str) -> None:
         """Add source rows with these timestamps (the model's watermark becomes their max)."""
@@ -184,17 +163,10 @@ class Machine:
             con.close()
 
     def rocky(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Cli:
-        proc = subprocess.run(
-            [*ROCKY, "-c", str(self.config), *args], capture_output=True, text=True, cwd=self.root,
-            env=child_env(env), timeout=timeout,
-        )
-        return Cli(proc.returncode, proc.stdout, proc.stderr)
+        return run_rocky(["-c", str(self.config), *args], cwd=self.root, env=aws_env(env), timeout=timeout)
 
     def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [*ROCKY, "-c", str(self.config), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, cwd=self.root, env=child_env(env),
-        )
+        return popen_rocky(["-c", str(self.config), *args], cwd=self.root, env=aws_env(env))
 
     def watermark(self) -> str | None:
         value = self.local_rows(f"SELECT value FROM watermarks WHERE key = '{WATERMARK_KEY}'", default=None)
@@ -234,11 +206,9 @@ def barrier_hook(directory: Path, me: str, other: str, delay: float) -> str:
     return f"[[hook.on_pipeline_start]]\ncommand = '{command}'\ntimeout_ms = 90000\non_failure = \"abort\"\n"
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCKY_")}
-    env.update(AWS_ENV)
-    env.update(extra or {})
-    return env
+def aws_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The test S3 server's credentials, then ``extra`` (on top of the clean child environment)."""
+    return {**AWS_ENV, **(extra or {})}
 
 
 @pytest.fixture
