@@ -30,7 +30,7 @@ demo-dagster: venv
 
 ## make test: install what the tests need (venv, PostgreSQL, Redis) and run the whole suite
 test: venv test-deps
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 test-deps:
 	bash scripts/install-test-deps.sh

@@ -61,6 +61,19 @@ def _load_pipeline(project: Any, args: argparse.Namespace) -> str | None:
     return name
 
 
+def _log_config_warnings(warnings: list[str]) -> None:
+    """Say on stderr what loading ignored (an unknown key in a lenient table, a top-level typo).
+
+    Hook warnings are left to the run's event sink, which logs them as it wires the hooks.
+    """
+    from rocky_engine.logs import get_logger
+
+    log = get_logger("config")
+    for warning in warnings:
+        if "[hook" not in warning:
+            log.warning(warning)
+
+
 def execute(args: argparse.Namespace) -> Any:
     from rocky_engine.errors import UsageError
     from rocky_engine.project import load_project
@@ -79,6 +92,7 @@ def execute(args: argparse.Namespace) -> Any:
     if args.parallel is not None and args.parallel < 1:
         raise UsageError("--parallel must be at least 1")
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
+    _log_config_warnings(project.config.warnings)
     load = _load_pipeline(project, args)
     if load is not None:
         from rocky_engine.run.load import execute_load

@@ -49,6 +49,7 @@ from rocky_engine.config.pipelines import (
     SnapshotPipeline,
     TableRef,
     TransformationPipeline,
+    TransformationTarget,
 )
 from rocky_engine.config.sections import (
     FreshnessDefaults,
@@ -102,6 +103,7 @@ __all__ = [
     "StateConfig",
     "TableRef",
     "TransformationPipeline",
+    "TransformationTarget",
     "WebhookHook",
     "load_config",
     "substitute",

@@ -50,6 +50,12 @@ class DuckDbAdapterConfig(LenientModel):
     def in_memory(self) -> bool:
         return self.path is None or self.path in ("", ":memory:")
 
+    def ignored_key_note(self, suggestion: str | None) -> str | None:
+        # No path is a legal in-memory database; a misspelled path is the likely mistake, so say the cost.
+        if suggestion == "path" and self.path is None:
+            return "without 'path' this adapter is an in-memory database, discarded when rocky exits"
+        return None
+
     @property
     def catalog(self) -> str:
         """DuckDB names the attached catalog after the file stem (``poc.duckdb`` is catalog ``poc``)."""

@@ -2,28 +2,62 @@
 
 Two kinds of section exist (CONTRACT section 0): strict ones, where an unknown key is an error because a typo
 would silently change behaviour (``[state]``, ``[schedule]``, ``[pipeline.*.schedule|checks|execution]``,
-``[connector.*]``), and lenient ones that ignore extra keys so that newer configs still load.
+``[connector.*]``), and lenient ones that ignore extra keys so that newer configs still load. A lenient
+section remembers the keys it ignored (:meth:`LenientModel.ignored_keys`) so loading can warn about them:
+``[adapter] pth = "x.duckdb"`` must not silently become an in-memory database.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PlainValidator,
+    PrivateAttr,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 Severity = Literal["error", "warning"]
 
 
-class LenientModel(BaseModel):
-    """A config section that ignores keys it does not know."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
 def valid_keys(cls: type[BaseModel]) -> list[str]:
     """The TOML keys a model accepts (aliases where set, e.g. ``schema`` rather than ``schema_``)."""
     return [field.alias or name for name, field in cls.model_fields.items()]
+
+
+def _accepted(cls: type[BaseModel]) -> set[str]:
+    # populate_by_name: both the alias (``schema``) and the field name (``schema_``) are accepted.
+    return set(valid_keys(cls)) | set(cls.model_fields)
+
+
+class LenientModel(BaseModel):
+    """A config section that ignores keys it does not know (and remembers them, for a warning)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_unknown_keys(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        model = handler(data)
+        # Only raw TOML tables carry keys; an already built model passed through keeps what it had.
+        if isinstance(data, dict) and isinstance(model, LenientModel):
+            accepted = _accepted(cls)
+            model._ignored = tuple(str(k) for k in data if k not in accepted)
+        return model
+
+    def ignored_keys(self) -> tuple[str, ...]:
+        """The keys of this table (not of nested ones) that loading ignored, in file order."""
+        return self._ignored
+
+    def ignored_key_note(self, suggestion: str | None) -> str | None:
+        """What ignoring a key means here, when a table can say more (``suggestion``: the likely key)."""
+        return None
 
 
 class StrictModel(BaseModel):
@@ -37,7 +71,7 @@ class StrictModel(BaseModel):
         # Runs before field validation so the user sees "unknown key" (the likely typo) rather than a
         # "missing key" error for the key they meant to write.
         if isinstance(data, dict):
-            accepted = set(valid_keys(cls)) | set(cls.model_fields)
+            accepted = _accepted(cls)
             for key in data:
                 if key not in accepted:
                     raise PydanticCustomError(

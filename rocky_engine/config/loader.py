@@ -30,6 +30,7 @@ from rocky_engine.config.hooks import HOOK_EVENTS, CommandHook, HookConfig, Webh
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import PIPELINE_CLASSES, PIPELINE_TYPES
 from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
+from rocky_engine.config.unknown_keys import unknown_key_warnings
 from rocky_engine.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -101,10 +102,12 @@ def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyC
     adapters: dict[str, Any] = {}
     for name, (prefix, data) in _named_tables(raw, "adapter", _adapter_shorthand, file).items():
         adapters[name] = _adapter(name, prefix, data, file)
+        warnings.extend(unknown_key_warnings(adapters[name], prefix))
 
     pipelines: dict[str, Any] = {}
     for name, (prefix, data) in _named_tables(raw, "pipeline", _pipeline_shorthand, file).items():
         pipelines[name] = _pipeline(name, prefix, data, file)
+        warnings.extend(unknown_key_warnings(pipelines[name], prefix))
 
     connectors: dict[str, ConnectorConfig] = {}
     for name, (prefix, data) in _named_tables(raw, "connector", lambda _t: False, file).items():
@@ -114,6 +117,9 @@ def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyC
 
     hook, hook_warnings = _hooks(raw.get("hook", {}), file)
     warnings.extend(hook_warnings)
+    schedule = _validate(ScheduleDefaults, raw.get("schedule", {}), ("schedule",), file)
+    freshness = _validate(FreshnessDefaults, raw.get("freshness", {}), ("freshness",), file)
+    warnings.extend(unknown_key_warnings(freshness, ("freshness",)))
 
     try:
         return RockyConfig(
@@ -122,8 +128,8 @@ def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyC
             config_hash=config_hash,
             adapters=adapters,
             pipelines=pipelines,
-            schedule=_validate(ScheduleDefaults, raw.get("schedule", {}), ("schedule",), file),
-            freshness=_validate(FreshnessDefaults, raw.get("freshness", {}), ("freshness",), file),
+            schedule=schedule,
+            freshness=freshness,
             state=_validate(StateConfig, raw.get("state", {}), ("state",), file),
             hook=hook,
             connectors=connectors,
@@ -305,9 +311,10 @@ def _hooks(raw: Any, file: Path) -> tuple[HookConfig, list[str]]:
                     key=f"hook.{key}",
                     hint=f'write [[hook.{key}]] with command = "..." below it',
                 )
-            commands[event] = [
-                _validate(CommandHook, item, ("hook", key, i), file) for i, item in enumerate(items)
-            ]
+            commands[event] = []
+            for i, item in enumerate(items):
+                commands[event].append(_validate(CommandHook, item, ("hook", key, i), file))
+                warnings.extend(unknown_key_warnings(commands[event][-1], ("hook", key, i)))
         else:
             warnings.append(f"unknown key '{key}' in [hook] ignored; hook keys are on_<event> and webhooks")
     return HookConfig(commands=commands, webhooks=webhooks), warnings
@@ -328,4 +335,5 @@ def _webhooks(raw: Any, file: Path, warnings: list[str]) -> dict[str, WebhookHoo
             warnings.append(unknown_event_warning(key, "hook.webhooks"))
             continue
         out[event] = _validate(WebhookHook, value, ("hook", "webhooks", key), file)
+        warnings.extend(unknown_key_warnings(out[event], ("hook", "webhooks", key)))
     return out

@@ -110,6 +110,9 @@ class ReplicationSource(LenientModel):
 
 
 class Governance(LenientModel):
+    """``[target.governance]``: whether a run may create the target schemas it needs."""
+
+    #: false: a missing target schema fails the run (naming the schema) instead of being created
     auto_create_schemas: bool = True
 
 
@@ -146,7 +149,15 @@ class ReplicationPipeline(PipelineBase):
 
 
 class AdapterRef(LenientModel):
+    """The warehouse a quality pipeline reads (``[target] adapter``)."""
+
     adapter: str = "default"
+
+
+class TransformationTarget(AdapterRef):
+    """``[pipeline.NAME.target]`` of a transformation: the warehouse and its schema governance."""
+
+    governance: Governance = Field(default_factory=Governance)
 
 
 class TransformationPipeline(PipelineBase):
@@ -154,7 +165,7 @@ class TransformationPipeline(PipelineBase):
 
     type: Literal["transformation"] = "transformation"
     models: str = "models/**"
-    target: AdapterRef = Field(default_factory=AdapterRef)
+    target: TransformationTarget = Field(default_factory=TransformationTarget)
 
 
 # --- quality --------------------------------------------------------------------------------------------
@@ -176,6 +187,9 @@ class QualityPipeline(PipelineBase):
     checks: ChecksConfig  # required: a quality pipeline without checks has nothing to do
     #: the warehouse the tables live in (``[target] adapter``, as for transformation)
     target: AdapterRef = Field(default_factory=AdapterRef)
+    #: the column the freshness check reads; None: ``_fivetran_synced`` on the tables that have it
+    #: (a table without the column skips freshness, with a warning when no checked table has it)
+    timestamp_column: str | None = None
 
 
 # --- snapshot -------------------------------------------------------------------------------------------

@@ -18,11 +18,14 @@ V008  error     a schedule ``after`` names a pipeline that does not exist
 V009  error     a load pipeline is scheduled, or a schedule ``after`` names a load pipeline
 V010  error     schedule ``after`` references form a cycle
 V011  error     ``depends_on`` names a pipeline that does not exist
-V012  warning   a loading warning (unknown ``on_*`` hook event skipped, unknown top-level table)
+V012  warning   a loading warning: an unknown key in a lenient table (``[adapter.*]``, ``[pipeline.*]``,
+                its ``[source]`` / ``[target]``, hooks, ``[freshness]``) is ignored, an unknown ``on_*``
+                hook event is skipped, an unknown top-level table is ignored
 V013  error     model files cannot be loaded (bad sidecar, unreadable file, ...)
 V014  error     an adapter of the wrong kind for its role (e.g. a Fivetran adapter as a warehouse)
 V015  error     pipeline ``depends_on`` references form a cycle
-V016  warning   ``freshness = true`` on a schedule with no budget (``[freshness] expected_lag_seconds``)
+V016  warning   ``freshness = true`` on a schedule with no budget (``[freshness] expected_lag_seconds``, or
+                for a transformation pipeline a model ``freshness.max_lag_seconds``)
 V017  error     a replication template placeholder is not a ``schema_pattern`` component
 V018  error     ``[state]`` cannot work as written (``gcs``, a remote backend without its location)
 V019  error     a connector manifest file does not exist
@@ -87,7 +90,8 @@ def validate_config(cfg: RockyConfig) -> list[ValidationMessage]:
     return messages
 
 
-_WARNING_KEY = re.compile(r"'([^']+)' in \[([^\]]+)\]")
+# The table may end in an array index (``[hook.on_x[0]]``), so match up to the last ']' before a space.
+_WARNING_KEY = re.compile(r"'([^']+)' in \[(\S+)\]")
 
 
 def _warning_field(warning: str) -> str | None:
@@ -323,6 +327,8 @@ def validate_models(
 
     messages: list[ValidationMessage] = []
     names: set[str] = set()
+    #: models glob -> the smallest model max_lag_seconds (None: no model sets one); absent: not loadable
+    lags: dict[str, int | None] = {}
     seen: set[str] = set()
     for name, p in cfg.pipelines.items():
         if not isinstance(p, TransformationPipeline) or p.models in seen:
@@ -350,7 +356,33 @@ def validate_models(
             messages.append(_error("V013", str(exc), field))
         else:
             names.update(model_set.models)
+            budgets = [m.max_lag_seconds for m in model_set.models.values() if m.max_lag_seconds is not None]
+            lags[p.models] = min(budgets) if budgets else None
+    messages.extend(_transformation_freshness(cfg, lags))
     return messages, len(names)
+
+
+def _transformation_freshness(
+    cfg: RockyConfig, lags: Mapping[str, int | None]
+) -> Iterator[ValidationMessage]:
+    """V016 for a ``freshness = true`` transformation schedule that no model and no default budget covers.
+
+    The scheduler takes the smallest model ``max_lag_seconds``, else ``[freshness] expected_lag_seconds``;
+    with neither, every tick reports ``config_error`` and the pipeline never fires.
+    """
+    if cfg.freshness.expected_lag_seconds is not None:
+        return
+    for name, p in cfg.pipelines.items():
+        if not isinstance(p, TransformationPipeline) or p.schedule is None or not p.schedule.freshness:
+            continue
+        if p.models not in lags or lags[p.models] is not None:
+            continue  # models that do not load are reported already; a model budget covers it
+        yield _warning(
+            "V016",
+            f"pipeline '{name}' has freshness = true but no budget: no model sets freshness.max_lag_seconds "
+            "and [freshness] expected_lag_seconds is not set, so it never becomes due; set one of them",
+            f"pipeline.{name}.schedule.freshness",
+        )
 
 
 # --- the command result ---------------------------------------------------------------------------------

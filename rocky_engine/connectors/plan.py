@@ -63,12 +63,14 @@ def plan_connector(project: Project, name: str, env: Mapping[str, str]) -> Conne
     contract = parse_contract(cfg.contract, connector=name, file=file)
     missing = [s for s in cfg.secrets if s not in env]
     if missing:
+        several = len(missing) > 1
         raise ConfigError(
-            f"connector '{name}' declares secret {', '.join(missing)}, which is not set in rocky's "
-            "environment",
+            f"connector '{name}' declares secret{'s' * several} {', '.join(missing)}, which "
+            f"{'are' if several else 'is'} not set in rocky's environment",
             file=file,
             key=f"connector.{name}.secrets",
-            hint="export it before running rocky (an unset secret stops the run before anything starts)",
+            hint=f"export {'them' if several else 'it'} before running rocky (an unset secret stops the run "
+            "before anything starts)",
         )
     _check_target(project, name, cfg)
     argv = resolve_command(manifest, env.get("PATH"))

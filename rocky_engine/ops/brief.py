@@ -18,7 +18,6 @@ store's metadata table (``brief_cursor``) and advances only after the brief was 
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -373,24 +372,9 @@ def quality_section(store: StateStore, since: datetime, runs: list[RunRecord]) -
 
 
 def scheduler_section(project: Project, store: StateStore, since: datetime) -> dict[str, Any]:
-    """The scheduler's own digest when the scheduler package provides one, else ``no_data``."""
-    try:
-        module = importlib.import_module("rocky_engine.schedule.health")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("rocky_engine.schedule.health", "rocky_engine.schedule"):
-            raise
-        return {"availability": "no_data"}
-    provider = getattr(module, "scheduler_brief", None)
-    if provider is None:
-        return {"availability": "no_data"}
-    section = provider(project, store, since)
-    if isinstance(section, WireModel):
-        data = section.wire()
-    elif hasattr(section, "model_dump"):
-        data = section.model_dump(mode="json", exclude_none=True)
-    elif isinstance(section, dict):
-        data = dict(section)
-    else:
-        return {"availability": "no_data"}
+    """The scheduler's own digest (paused pipelines, failure streaks, incidents)."""
+    from rocky_engine.schedule.health import scheduler_brief
+
+    data = dict(scheduler_brief(project, store, since))
     data.setdefault("availability", "available")
     return data

@@ -26,7 +26,8 @@ from rocky_engine.state.runs import ModelExecution
 if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
 
-#: the freshness column of a quality table when the pipeline names none (the replication default)
+#: the freshness column when the pipeline sets no ``timestamp_column`` (the replication default); a table
+#: without the column skips freshness
 DEFAULT_TIMESTAMP_COLUMN = "_fivetran_synced"
 DEFAULT_PARALLEL = 4
 
@@ -120,7 +121,7 @@ class QualityRunner:
         ]
         for session in sessions:
             ctx.guard.on_interrupt(session.interrupt)
-        ts_column = getattr(pipeline, "timestamp_column", None) or DEFAULT_TIMESTAMP_COLUMN
+        ts_column = pipeline.timestamp_column or DEFAULT_TIMESTAMP_COLUMN
         baseline = ctx.store.checks.row_count_baseline
         now = ctx.started_at
         ctx.events.fire("before_checks", metadata={"tables": len(tasks)})

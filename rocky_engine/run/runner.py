@@ -89,6 +89,13 @@ def execute_run(
     log = get_logger("run")
     name = choose_pipeline(project, options.pipeline)
     pipeline = project.config.pipeline(name)
+    if options.filter and pipeline.type != "replication":
+        # Ignored silently, a filter would rebuild everything the user meant to narrow down.
+        also = " or --model NAME to run one model" if pipeline.type == "transformation" else ""
+        raise UsageError(
+            f"--filter applies to replication pipelines; '{name}' is a {pipeline.type} pipeline",
+            hint=f"drop --filter{also}",
+        )
     runner_cls = _runner_class(pipeline.type)
     on_newer: Literal["recreate", "refuse"] = (
         "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"

@@ -1,7 +1,9 @@
 """Transformation runs: execute the model DAG with per-model containment (CONTRACT sections 2, 3).
 
 Planning does one catalog read for the whole run (never a listing per model); execution spends one
-statement per full-refresh model on its own cursor; state-store writes are batched at the end.
+statement per full-refresh model on its own cursor; state-store writes are batched at the end. The
+pipeline's ``[checks]``, when any, run after the DAG on the models built as tables
+(``run.transformation_checks``).
 """
 
 from __future__ import annotations
@@ -213,7 +215,27 @@ class TransformationRunner:
         }
         if watermarks:
             ctx.store.watermarks.set_many(watermarks)
+        from rocky_engine.run.transformation_checks import checks_active
+
+        if checks_active(ctx.pipeline.checks) and out.materializations and not out.interrupted:
+            self._check(adapter, model_set, targets, out)
         return out
+
+    def _check(
+        self, adapter: WarehouseAdapter, model_set: ModelSet, targets: dict[str, ResolvedTarget],
+        out: RunOutput,
+    ) -> None:
+        """Run ``[checks]`` on every model this run built as a table (views and ephemerals hold no data)."""
+        from rocky_engine.run.transformation_checks import CheckedModel, run_model_checks
+
+        built = {m.metadata.target_table_full_name for m in out.materializations}
+        models = [
+            CheckedModel(name, targets[name], model_set.models[name].strategy.timestamp_column)
+            for name in model_set.order
+            if targets[name].full_name in built
+            and model_set.models[name].strategy.type not in ("view", "ephemeral")
+        ]
+        run_model_checks(self.ctx, adapter, models, out)
 
     def _record(
         self, outcome: TaskOutcome[Materialized], model_set: ModelSet,

@@ -182,6 +182,15 @@ def test_unset_secret_stops_before_anything_starts(cp: ConnectorProject) -> None
     assert not cp.state_path.exists()
 
 
+def test_several_unset_secrets_are_named_in_the_plural(cp: ConnectorProject) -> None:
+    cp.setup("env", f"marker={cp.marker}", secrets=["ROCKYTEST_HOST", "ROCKYTEST_PORT", "ROCKYTEST_SET"])
+    res = cp.load(env={"ROCKYTEST_SET": "1"})
+    assert res.returncode == 1
+    assert ("connector 'fake' declares secrets ROCKYTEST_HOST, ROCKYTEST_PORT, which are not set in rocky's "
+            "environment; export them before running rocky" in res.stderr)
+    assert not cp.marker.exists()
+
+
 def test_unknown_connector_name(cp: ConnectorProject) -> None:
     cp.setup()
     res = cp.cli("load", "--connector", "nope")

@@ -298,24 +298,18 @@ def test_never_ticked_is_a_warning(tmp_path: Path) -> None:
     assert result.overall == "warning"
 
 
-def test_fallback_messages(tmp_path: Path) -> None:
-    from rocky_engine.ops.doctor_scheduler import fallback_scheduler_check, shortest_cron_interval
-    from rocky_engine.project import load_project
-
+def test_scheduler_messages_say_what_is_wrong(tmp_path: Path) -> None:
     config = make_project(tmp_path, extra_toml=SCHEDULED)
-    project = load_project(config)
-    store = tmp_path / "models" / ".rocky-state.db"
     now = datetime(2026, 5, 2, 3, 0, tzinfo=UTC)
-    assert shortest_cron_interval(project, now) == 300
     _evaluated(tmp_path, now - timedelta(seconds=700))
-    finding = fallback_scheduler_check(project, store, now)
-    assert finding.status == "warning"
-    assert finding.message == ("no tick has evaluated any schedule for 700 s, over twice the shortest cron "
-                               "interval (300 s): the timer looks dead")
-    with _held_tick_lock(tmp_path, heartbeat_age=0):
-        wedged = fallback_scheduler_check(project, store, datetime.now(UTC) + timedelta(seconds=400))
+    dead = run_doctor(config, only="scheduler", now=now).checks[0]
+    assert dead.status == "warning"
+    assert dead.message == ("no tick has evaluated any schedule since 2026-05-02T02:48:20.000Z (over twice "
+                            "the shortest interval, 300 s): the timer looks dead")
+    with _held_tick_lock(tmp_path, heartbeat_age=900):
+        wedged = run_doctor(config, only="scheduler").checks[0]
     assert wedged.status == "critical"
-    assert wedged.message.endswith("(over 300 s): the reconciler is wedged")
+    assert wedged.message.endswith("s): the reconciler is wedged")
 
 
 def test_remote_state_checks_appear_on_a_remote_backend(tmp_path: Path) -> None:
