@@ -91,7 +91,7 @@ def execute_run(
     pipeline = project.config.pipeline(name)
     if options.filter and pipeline.type != "replication":
         # Ignored silently, a filter would rebuild everything the user meant to narrow down.
-        also = " or --model NAME to run one model" if pipeline.type == "transformation" else ""
+        also = " or use --model NAME to run one model" if pipeline.type == "transformation" else ""
         raise UsageError(
             f"--filter applies to replication pipelines; '{name}' is a {pipeline.type} pipeline",
             hint=f"drop --filter{also}",

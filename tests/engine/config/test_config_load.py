@@ -380,7 +380,7 @@ def test_execution_unknown_key_exact_message(tmp_path: Path) -> None:
     )
 
 
-def test_lenient_tables_ignore_extra_keys(tmp_path: Path) -> None:
+def test_lenient_tables_load_without_extra_keys_but_warn(tmp_path: Path) -> None:
     text = (
         ADAPTER.replace('path = "wh.duckdb"', 'path = "wh.duckdb"\nthreads = 4')
         + REPLICATION.replace("[pipeline.orders]\n", "[pipeline.orders]\nowner = 'data'\n")
@@ -388,7 +388,13 @@ def test_lenient_tables_ignore_extra_keys(tmp_path: Path) -> None:
     )
     cfg = load(tmp_path, text)
     assert cfg.freshness.expected_lag_seconds == 60
-    assert cfg.warnings == []
+    assert cfg.warnings == [
+        "unknown key 'threads' in [adapter] is ignored; valid keys: path, retry, type",
+        "unknown key 'owner' in [pipeline.orders] is ignored; valid keys: checks, depends_on, "
+        "excluded_tables, execution, merge_keys, metadata_columns, schedule, source, strategy, target, "
+        "timestamp_column, type",
+        "unknown key 'note' in [freshness] is ignored; valid keys: expected_lag_seconds",
+    ]
 
 
 def test_unknown_top_level_table_is_a_warning(tmp_path: Path) -> None:

@@ -327,6 +327,49 @@ def test_model_other_error(tmp_path: Path) -> None:
     assert [m.code for m in msgs] == ["V013"]
 
 
+def freshness_project(tmp_path: Path, sidecar: str | None, extra: str = "") -> RockyConfig:
+    files = {"models/a.sql": "SELECT 1 AS x", "models/b.sql": "SELECT x FROM a"}
+    if sidecar is not None:
+        files["models/b.toml"] = sidecar
+    for name, body in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+    return load(
+        tmp_path,
+        ADAPTER + '[pipeline.t]\ntype = "transformation"\n[pipeline.t.schedule]\nfreshness = true\n' + extra,
+    )
+
+
+def test_transformation_freshness_without_any_budget_warns_v016(tmp_path: Path) -> None:
+    cfg = freshness_project(tmp_path, None)
+    assert validate_config(cfg) == []  # the budget may come from the models: loading them decides
+    msgs, count = validate_models(cfg)
+    assert count == 2
+    assert codes(msgs) == [("warning", "V016", "pipeline.t.schedule.freshness")]
+    assert msgs[0].message == (
+        "pipeline 't' has freshness = true but no budget: no model sets freshness.max_lag_seconds and "
+        "[freshness] expected_lag_seconds is not set, so it never becomes due; set one of them"
+    )
+    result = run_validation(tmp_path / "rocky.toml", env={})
+    assert result.valid and [(m.code, m.field) for m in result.messages] == [
+        ("V016", "pipeline.t.schedule.freshness")
+    ]
+
+
+def test_transformation_freshness_budget_from_a_model_or_the_default(tmp_path: Path) -> None:
+    assert validate_models(freshness_project(tmp_path, "freshness = { max_lag_seconds = 3600 }\n")) == ([], 2)
+    assert validate_models(
+        freshness_project(tmp_path, None, "[freshness]\nexpected_lag_seconds = 600\n")
+    ) == ([], 2)
+
+
+def test_transformation_freshness_with_broken_models_reports_only_the_load_error(tmp_path: Path) -> None:
+    cfg = freshness_project(tmp_path, "name = \n")
+    msgs, _ = validate_models(cfg)
+    assert [m.code for m in msgs] == ["V013"]
+
+
 # --- result ---------------------------------------------------------------------------------------------
 
 

@@ -214,6 +214,30 @@ def test_freshness_uses_the_replication_timestamp_column(shop: WarehouseProject)
     assert out.status == "Failure" and out.check_gate_failed
 
 
+def test_freshness_reads_the_configured_timestamp_column(shop: WarehouseProject) -> None:
+    shop.sql(
+        "ALTER TABLE shop.customers ADD COLUMN loaded_at TIMESTAMP",
+        "UPDATE shop.customers SET loaded_at = now()::TIMESTAMP",
+    )
+    tables = '[[pipeline.dq.tables]]\ncatalog = "wh"\nschema = "shop"\n'
+    quality(shop, "freshness = { threshold_seconds = 3600, severity = \"error\" }\n", tables=tables,
+            extra='timestamp_column = "loaded_at"\n')
+    out = shop.run(pipeline="dq")
+    customers, orders = out.check_results
+    [fresh] = customers.checks
+    assert fresh["name"] == "freshness" and fresh["passed"] is True and fresh["lag_seconds"] < 3600
+    assert orders.checks == []  # no loaded_at: freshness does not apply, _fivetran_synced is not used
+    assert out.status == "Success" and out.check_gate_failed is False
+
+
+def test_a_timestamp_column_no_table_has_skips_freshness_with_a_warning(shop: WarehouseProject) -> None:
+    quality(shop, "freshness = { threshold_seconds = 60 }\n", extra='timestamp_column = "loaded_at"\n')
+    res = shop.cli("run", "--pipeline", "dq", "--output", "table")
+    assert res.returncode == 0, res.stderr
+    assert ("warning: freshness is configured but no checked table has the column 'loaded_at'; "
+            "freshness skipped\n") in res.stderr
+
+
 # ---------------------------------------------------------------------- history and anomalies
 
 
