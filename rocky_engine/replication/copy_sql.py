@@ -5,20 +5,16 @@ Per table, in the common case, exactly one statement copies and one reads the ne
 - first copy, ``full_refresh``, a drift rebuild, or an incremental table whose watermark is unknown:
   ``CREATE OR REPLACE TABLE target AS SELECT ... FROM source`` (PostgreSQL: drop + create in one
   transaction);
-- ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > <watermark> AND ts >
-  COALESCE((SELECT MAX(ts) FROM target), <watermark>)``, i.e. ``ts > GREATEST(<watermark>, MAX(ts) of the
-  target)``. The stored watermark is the contract's lower bound; the target's own maximum guards against
-  a crash between the copy and the state write, so re-running a copy never duplicates rows. The
-  watermark stands alone as the first condition so the warehouse filters the source scan with it
-  (DuckDB pushes a constant comparison into the scan and skips the older rows' other columns, a fifth of
-  the statement's time; PostgreSQL can use an index on ``ts``), which a bound computed with the
-  sub-select (``GREATEST(<watermark>, (SELECT ...))``) prevents;
+- ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > GREATEST(<watermark>,
+  (SELECT MAX(ts) FROM target))``. The stored watermark is the contract's lower bound; the target's own
+  maximum guards against a crash between the copy and the state write, so re-running a copy never
+  duplicates rows;
 - ``merge``: delete the target rows whose keys arrive, insert the newest arriving row per key, in one
   transaction (rows with a NULL key never match);
 - then ``SELECT MAX(ts) FROM target``: the new watermark (incremental and merge). A run that copies many
   tables reads these in batches instead (``read_mark=False``, then :func:`read_watermarks`: one
-  ``UNION ALL`` statement for every table finished since the last batch): a fifth of the statements'
-  cost, because a per-table ``MAX`` costs about as much to plan as the small insert before it.
+  ``UNION ALL`` statement per batch of tables): on DuckDB a statement of its own costs about 0.5 ms per
+  table, a third of the small insert before it, a batched read 0.1-0.25 ms per table.
 
 Drift ``ALTER``s run in the same transaction as the insert. Metadata columns are
 ``CAST(<value> AS <type>) AS <name>`` items of the SELECT, so ``value`` is any SQL expression.
@@ -280,12 +276,11 @@ def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark:
         rows = atomically(session, merge, f"merge into {tgt}")
     else:
         ts = quote_ident(spec.timestamp_column or "")
-        bound = f"CAST(? AS {spec.ts_type})"
         insert = (
             f"INSERT INTO {tgt} ({insert_columns(spec)}) SELECT {select_list(spec)} FROM {src} "
-            f"WHERE {ts} > {bound} AND {ts} > COALESCE((SELECT MAX({ts}) FROM {tgt}), {bound})"
+            f"WHERE {ts} > GREATEST(CAST(? AS {spec.ts_type}), (SELECT MAX({ts}) FROM {tgt}))"
         )
-        params = [spec.watermark, spec.watermark]
+        params = [spec.watermark]
         alters = alter_statements(spec)
         if alters:
             def alter_and_insert() -> int | None:

@@ -6,16 +6,14 @@ prepare (one column read per warehouse, drift decisions), then copy every table 
 ``error_rate_abort_pct``). When source and target share a warehouse a copy is SQL only (one statement);
 across warehouses rows stream through Arrow (``replication.copy_arrow``).
 
-State: each finished table's progress row and, on success, its new watermark are written in one
-transaction, batched every ``PROGRESS_FLUSH_SECONDS`` and at the end: a run killed midway leaves the
-tables it finished resumable (``--resume``), and a table's watermark never moves without its progress
-row. A failed table never advances its watermark. Inside one warehouse the new watermarks (``MAX(ts)``
-of each target, read after its copy) are read in batches (every ``MARK_BATCH`` copied tables and before
-each write), one ``UNION ALL`` statement each (``copy_sql.read_watermarks``), not one per table; a target
-whose watermark cannot be read keeps its stored one (the copy's guard below makes that safe). A table
-copied but not yet flushed when the process died is copied again on resume; the copy's guard
-(``ts > GREATEST(watermark, MAX(ts) of the target)``, or a full rebuild when no watermark is known) keeps
-that from duplicating rows.
+State (``run.replication_progress``): each finished table's progress row and, on success, its new
+watermark are written in one transaction, batched every ``PROGRESS_FLUSH_SECONDS`` and at the end: a
+run killed midway leaves the tables it finished resumable (``--resume``), and a table's watermark never
+moves without its progress row. A failed table never advances its watermark. Inside one warehouse the
+new watermarks (``MAX(ts)`` of each target, read after its copy) are read in batches on a background
+thread, not one statement per table. A table copied but not yet flushed when the process died is copied
+again on resume; the copy's guard (``ts > GREATEST(watermark, MAX(ts) of the target)``, or a full
+rebuild when no watermark is known) keeps that from duplicating rows.
 
 Checks: after a table is copied, ``[checks]`` run on it (when any is configured); with ``fail_on_error``
 (the default) a failed error-severity check makes an otherwise successful run ``PartialFailure`` (exit 2,
@@ -25,21 +23,13 @@ orchestrator.md). Warning-severity failures are advisory.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
 from rocky_engine.errors import RockyError, UsageError
-from rocky_engine.replication.copy_sql import (
-    CopyResult,
-    CopySpec,
-    copy_same_warehouse,
-    read_watermarks,
-    tracks_watermark,
-    validate_spec,
-)
+from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
 from rocky_engine.replication.schema_pattern import SchemaPattern
@@ -55,6 +45,7 @@ from rocky_engine.run.output import (
 )
 from rocky_engine.run.progress import RunProgress
 from rocky_engine.run.replication_prepare import Prepared, PreparedTable, prepare
+from rocky_engine.run.replication_progress import ProgressBook
 from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry
 from rocky_engine.state.runs import ModelExecution
 
@@ -64,10 +55,6 @@ if TYPE_CHECKING:
     from rocky_engine.config.pipelines import ReplicationPipeline
     from rocky_engine.run.context import RunContext
 
-PROGRESS_FLUSH_SECONDS = 0.25
-#: copied tables whose watermarks are read together even before the next flush, so the read left for the
-#: end of the run (when nothing else is running) stays short
-MARK_BATCH = 32
 Worker = tuple[WarehouseSession, WarehouseSession]
 
 
@@ -77,7 +64,7 @@ class TableCopy:
 
     result: CopyResult
     checks: TableCheckOutcome | None = None
-    #: the watermark is read later, in a batch with other tables (``ReplicationRunner._read_marks``)
+    #: the watermark is read later, in a batch with other tables (``ProgressBook.copied``)
     deferred_mark: bool = False
 
 
@@ -87,12 +74,7 @@ class ReplicationRunner:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.executions: list[ModelExecution] = []
-        self._pending: list[ProgressEntry] = []
-        self._pending_watermarks: dict[str, str] = {}
-        #: copied tables whose watermark is still to be read: (table key, spec, its output metadata)
-        self._unread: list[tuple[str, CopySpec, MaterializationMetadata]] = []
-        self._mark_session: WarehouseSession | None = None
-        self._last_flush = time.perf_counter()
+        self._book: ProgressBook | None = None
         self._check_outcomes: list[tuple[str, TableCheckOutcome]] = []
 
     # ------------------------------------------------------------------ entry
@@ -206,7 +188,7 @@ class ReplicationRunner:
         rules = StopRules(execution.table_retries, execution.fail_fast, execution.error_rate_abort_pct)
         checks = pipeline.checks if _checks_active(pipeline.checks) else None
         # The main session is idle while the workers copy: it reads the batched watermarks.
-        self._mark_session = target if same else None
+        book = self._book = ProgressBook(ctx, target if same else None)
 
         def new_worker() -> Worker:
             tgt = target.session()
@@ -235,11 +217,14 @@ class ReplicationRunner:
                                       on_done=on_done, on_retry=on_retry)
         finally:
             progress.close()
-            self._flush(force=True)
-            for src, tgt in workers:
-                tgt.close()
-                if src is not tgt:
-                    src.close()
+            try:
+                book.flush(force=True)
+            finally:
+                book.close()
+                for src, tgt in workers:
+                    tgt.close()
+                    if src is not tgt:
+                        src.close()
         self._record_checks()
         out.interrupted = ctx.guard.stop.is_set()
         if run.not_run:
@@ -283,7 +268,9 @@ class ReplicationRunner:
         pipeline: ReplicationPipeline = self.ctx.pipeline
         spec = item.spec
         has_ts = spec is not None and pipeline.timestamp_column in {c.name for c in spec.columns}
-        return run_table_checks(
+        # Checks run per table, right after its copy, so the check events are per table too.
+        self.ctx.events.fire("before_checks", table=item.plan.key)
+        outcome = run_table_checks(
             tgt,
             checks,
             CheckTarget(
@@ -298,6 +285,9 @@ class ReplicationRunner:
             baseline=self.ctx.store.checks.row_count_baseline,
             now=datetime.now(UTC),
         )
+        self.ctx.events.fire("after_checks", table=item.plan.key,
+                             metadata={"failed": len(outcome.failed())})
+        return outcome
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -306,6 +296,8 @@ class ReplicationRunner:
         out: RunOutput,
     ) -> None:
         ctx = self.ctx
+        book = self._book
+        assert book is not None
         plan = item.plan
         finished = datetime.now(UTC)
         rows: int | None = None
@@ -337,15 +329,17 @@ class ReplicationRunner:
                 out.check_results.append(copied.checks.result)
                 out.anomalies.extend(copied.checks.anomalies)
                 self._check_outcomes.append((plan.key, copied.checks))
+                ctx.events.fire("check_result", table=plan.key, metadata={
+                    "asset_key": list(plan.asset_key), "passed": not copied.checks.failed(),
+                    "checks": copied.checks.result.checks,
+                })
                 for anomaly in copied.checks.anomalies:
                     ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
-            self._pending.append(ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished))
+            entry = ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished)
             if copied.deferred_mark and spec is not None:
-                self._unread.append((plan.key, spec, meta))
-                if len(self._unread) >= MARK_BATCH:
-                    self._read_marks()
-            elif watermark is not None:
-                self._pending_watermarks[plan.key] = watermark
+                book.copied(entry, spec, meta)
+            else:
+                book.finished(entry, watermark)
             status = "success"
             ctx.events.fire("after_materialize", table=plan.key, duration_ms=outcome.duration_ms,
                             metadata={"rows_copied": rows, "strategy": pipeline.strategy})
@@ -357,7 +351,7 @@ class ReplicationRunner:
                 message = f"interrupted: {message}"
             out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind))
             ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
-            self._pending.append(ProgressEntry(plan.key, FAILED, error=message, finished_at=finished))
+            book.finished(ProgressEntry(plan.key, FAILED, error=message, finished_at=finished))
             status = "failed"
             ctx.events.fire("materialize_error", table=plan.key, error=message,
                             duration_ms=outcome.duration_ms)
@@ -365,40 +359,7 @@ class ReplicationRunner:
             ModelExecution(model_name=plan.key, started_at=outcome.started_at, finished_at=finished,
                            duration_ms=outcome.duration_ms, rows_affected=rows, status=status)
         )
-        self._flush()
-
-    def _flush(self, *, force: bool = False) -> None:
-        """Write pending progress rows and their watermarks in one transaction (batched for speed)."""
-        if not self._pending:
-            return
-        if not force and time.perf_counter() - self._last_flush < PROGRESS_FLUSH_SECONDS:
-            return
-        ctx = self.ctx
-        self._read_marks()
-        entries, marks = self._pending, self._pending_watermarks
-        self._pending, self._pending_watermarks = [], {}
-        with ctx.store.transaction():
-            ctx.store.progress.record_many(ctx.run_id, entries, pipeline=ctx.pipeline_name)
-            ctx.store.watermarks.set_many(marks)
-        self._last_flush = time.perf_counter()
-
-    def _read_marks(self) -> None:
-        """Read the new watermarks of the tables copied since the last read, in one batch."""
-        unread, self._unread = self._unread, []
-        if not unread or self._mark_session is None:
-            return
-        reads = read_watermarks(self._mark_session, [spec for _, spec, _ in unread])
-        for key, spec, meta in unread:
-            if spec.target_rel in reads.marks:
-                value = reads.marks[spec.target_rel]
-                meta.watermark = value
-                if value is not None:
-                    self._pending_watermarks[key] = value
-                continue
-            self.ctx.log.warning(
-                "table %s was copied but its new watermark could not be read (%s); its stored watermark "
-                "stays, and its next copy starts after the target's own MAX(%s)", key,
-                reads.errors.get(spec.target_rel, "no result"), spec.ts)
+        book.flush()
 
     def _record_checks(self) -> None:
         if not self._check_outcomes:

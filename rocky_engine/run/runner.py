@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from rocky_engine.errors import AdapterError, StateError, StateLockedError, UsageError
-from rocky_engine.hooks.dispatcher import build_event_sink
 from rocky_engine.hooks.lifecycle import finish_run, run_with_hooks
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
 from rocky_engine.run import idempotency
-from rocky_engine.run.context import EventSink, RunContext
+from rocky_engine.run.context import EventSink, NullEventSink, RunContext
 from rocky_engine.run.interrupt import InterruptGuard
 from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput, TableError
@@ -74,6 +73,17 @@ def _runner_class(pipeline_type: str) -> Callable[[RunContext], PipelineRunner]:
         raise UsageError(f"running {pipeline_type} pipelines is not supported by this build") from exc
     cls: Callable[[RunContext], PipelineRunner] = getattr(module, cls_name)
     return cls
+
+
+def _event_sink(project: Project, run_id: str, pipeline: str) -> EventSink:
+    """The run's hook dispatcher; without hooks (or hook warnings to log) the dispatcher is not even
+    imported, which keeps ``subprocess`` and the hook machinery off the start-up path."""
+    config = project.config
+    if config.hook.empty and not any("[hook" in warning for warning in config.warnings):
+        return NullEventSink()
+    from rocky_engine.hooks.dispatcher import build_event_sink
+
+    return build_event_sink(config, run_id, pipeline)
 
 
 def execute_run(
@@ -138,7 +148,7 @@ def execute_run(
         out: RunOutput | None = None
         try:
             resume = resolve_resume(store, options, name, pipeline.type, log)
-            sink = events or build_event_sink(project.config, run_id, name)
+            sink = events or _event_sink(project, run_id, name)
             ctx = RunContext(
                 project=project,
                 pipeline_name=name,

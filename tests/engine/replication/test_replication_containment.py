@@ -259,6 +259,22 @@ def test_check_gate(rp: ReplicationProject, severity: str, fail_on_error: str, s
         assert store.checks.row_count_baseline("wh.stg__orders.orders") == [5]
 
 
+def test_checks_fire_their_lifecycle_events_per_table(rp: ReplicationProject) -> None:
+    rp.configure(sections="""
+        [pipeline.raw.checks]
+        row_count = true
+    """)
+    rp.source_table("src__orders", "orders", rows=3)
+    rp.source_table("src__orders", "customers", rows=2)
+    sink = RecordingSink()
+    out = rp.run(events=sink)
+    assert out.status == "Success"
+    for table in ("wh.stg__orders.orders", "wh.stg__orders.customers"):
+        assert [e for e, t in sink.events if t == table and "check" in e] == [
+            "before_checks", "after_checks", "check_result"
+        ]
+
+
 def test_no_checks_configured_means_no_check_results(rp: ReplicationProject) -> None:
     rp.source_table("src__orders", "orders", rows=2)
     out = rp.run()

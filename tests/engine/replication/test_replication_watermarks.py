@@ -14,7 +14,7 @@ from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
 from rocky_engine.replication.copy_sql import CopySpec, read_watermark, read_watermarks
 from rocky_engine.replication.drift import decide
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, run_tables
-from rocky_engine.run.replication import MARK_BATCH
+from rocky_engine.run.replication_progress import MARK_BATCH
 from tests.engine.replication.conftest import RecordingSink, ReplicationProject
 
 
@@ -84,7 +84,8 @@ def test_many_tables_get_their_watermarks_and_the_next_pass_copies_only_new_rows
         expected = f"2026-01-01T00:00:{i + 2:02d}"
         assert m.metadata.watermark == expected
         assert rp.watermark(m.metadata.target_table_full_name) == expected
-    rp.sql(*(f"INSERT INTO src__x.t{i:02d} VALUES (9, 'new', TIMESTAMP '2026-02-01')" for i in range(0, n, 2)))
+    rp.sql(*(f"INSERT INTO src__x.t{i:02d} VALUES (9, 'new', TIMESTAMP '2026-02-01')"
+             for i in range(0, n, 2)))
     second = rp.run()
     rows = {m.asset_key[-1]: m.rows_copied for m in second.materializations}
     assert rows == {f"t{i:02d}": 1 if i % 2 == 0 else 0 for i in range(n)}
