@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -24,6 +26,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def parse_now(text: str) -> datetime:
     """An RFC 3339 instant with an offset or ``Z``; a naive time is refused (it would be ambiguous)."""
+    from datetime import datetime
+
     from rocky_engine.errors import UsageError
     from rocky_engine.state._time import utc
 

@@ -9,6 +9,7 @@ section remembers the keys it ignored (:meth:`LenientModel.ignored_keys`) so loa
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,18 +27,29 @@ Severity = Literal["error", "warning"]
 
 def valid_keys(cls: type[BaseModel]) -> list[str]:
     """The TOML keys a model accepts (aliases where set, e.g. ``schema`` rather than ``schema_``)."""
-    return [field.alias or name for name, field in cls.model_fields.items()]
+    return list(_valid_keys(cls))
 
 
-def _accepted(cls: type[BaseModel]) -> set[str]:
+# Fields are fixed once a class exists, and these run for every table of every pipeline: a project of
+# 1,000 pipelines validates ~5,000 tables, so recomputing them per table was a measurable share of loading.
+@cache
+def _valid_keys(cls: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(field.alias or name for name, field in cls.model_fields.items())
+
+
+@cache
+def _accepted(cls: type[BaseModel]) -> frozenset[str]:
     # populate_by_name: both the alias (``schema``) and the field name (``schema_``) are accepted.
-    return set(valid_keys(cls)) | set(cls.model_fields)
+    return frozenset(_valid_keys(cls)) | frozenset(cls.model_fields)
 
 
 class LenientModel(BaseModel):
     """A config section that ignores keys it does not know (and remembers them, for a warning)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # defer_build (here and in StrictModel): a section's validator is built the first time a table of
+    # that kind is validated, so a project pays only for the section types it uses, not for every model
+    # that importing the config package defines.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
     _ignored: tuple[str, ...] = PrivateAttr(default=())
 
@@ -53,7 +65,10 @@ class LenientModel(BaseModel):
 
     def ignored_keys(self) -> tuple[str, ...]:
         """The keys of this table (not of nested ones) that loading ignored, in file order."""
-        return self._ignored
+        # Straight from pydantic's private store: ``self._ignored`` takes BaseModel.__getattr__'s slow
+        # path, and loading asks every table of every pipeline.
+        private = self.__pydantic_private__
+        return private.get("_ignored", ()) if private else ()
 
     def ignored_key_note(self, suggestion: str | None) -> str | None:
         """What ignoring a key means here, when a table can say more (``suggestion``: the likely key)."""
@@ -63,7 +78,7 @@ class LenientModel(BaseModel):
 class StrictModel(BaseModel):
     """A config section where an unknown key is an error naming the valid keys."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -77,7 +92,7 @@ class StrictModel(BaseModel):
                     raise PydanticCustomError(
                         "rocky_unknown_key",
                         "unknown key '{key}'; valid keys: {valid}",
-                        {"key": str(key), "valid": ", ".join(valid_keys(cls))},
+                        {"key": str(key), "valid": ", ".join(_valid_keys(cls))},
                     )
         return data
 

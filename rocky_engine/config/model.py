@@ -21,7 +21,9 @@ T = TypeVar("T")
 class RockyConfig(BaseModel):
     """A loaded project configuration; build it with :func:`rocky_engine.config.load_config`."""
 
-    model_config = ConfigDict(frozen=False)
+    # The loader assembles it from validated parts (model_construct): its own validator is built only if
+    # something validates a RockyConfig.
+    model_config = ConfigDict(frozen=False, defer_build=True)
 
     #: absolute path of rocky.toml
     path: Path

@@ -50,6 +50,10 @@ from rocky_engine.config.pipelines import (
     SnapshotPipeline,
     TransformationPipeline,
 )
+
+# re-exported: callers and tests import these from here
+from rocky_engine.config.schedule_syntax import cron_problem as cron_problem
+from rocky_engine.config.schedule_syntax import timezone_problem as timezone_problem
 from rocky_engine.graph import find_cycles
 from rocky_engine.output import Result, WireModel, md_table
 
@@ -167,32 +171,6 @@ def _depends_on(cfg: RockyConfig) -> Iterator[ValidationMessage]:
 
 
 # --- schedules ------------------------------------------------------------------------------------------
-
-
-def cron_problem(expr: str) -> str | None:
-    """Why ``expr`` is not a usable 5-field cron expression, or None when it is."""
-    from croniter import croniter
-
-    fields = expr.split()
-    if len(fields) != 5:
-        return (
-            f"cron '{expr}' has {len(fields)} fields; write exactly 5: minute hour day-of-month month "
-            'day-of-week (e.g. "0 3 * * *")'
-        )
-    if not croniter.is_valid(expr):
-        return f"cron '{expr}' is not a valid cron expression (minute hour day-of-month month day-of-week)"
-    return None
-
-
-def timezone_problem(name: str) -> str | None:
-    """Why ``name`` is not a usable IANA time zone, or None when it is."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return f'unknown timezone \'{name}\'; use an IANA name such as "UTC" or "Europe/Lisbon"'
-    return None
 
 
 def _schedules(cfg: RockyConfig) -> Iterator[ValidationMessage]:

@@ -78,7 +78,7 @@ def decide(
     error = pp.config_error
     cron_changed = bool(pp.cron) and (row.cron != pp.cron or row.timezone != pp.timezone)
     if error is None and pp.cron and (cron_changed or row.cron_anchor is None):
-        from rocky_engine.config.validation import cron_problem
+        from rocky_engine.config.schedule_syntax import cron_problem
 
         error = cron_problem(pp.cron)
     freshness_budget: int | None = None

@@ -45,7 +45,7 @@ class SchedulerHealth:
 
 def _shortest_interval(project: Project) -> timedelta | None:
     """The smallest cron interval of any valid, enabled schedule (else the project freshness budget)."""
-    from rocky_engine.config.validation import cron_problem
+    from rocky_engine.config.schedule_syntax import cron_problem
     from rocky_engine.schedule.demand import shortest_interval
 
     best: timedelta | None = None

@@ -81,7 +81,7 @@ def build_plan(config: RockyConfig, *, check_crons: bool = True) -> SchedulePlan
     Raises:
         ConfigError: ``after`` references form a cycle.
     """
-    from rocky_engine.config.validation import cron_problem, timezone_problem
+    from rocky_engine.config.schedule_syntax import cron_problem, timezone_problem
 
     plan = SchedulePlan()
     zone_problems: dict[str, str | None] = {}

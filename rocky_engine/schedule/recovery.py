@@ -21,7 +21,6 @@ from rocky_engine.schedule.claims import (
     row_after_outcome,
     webhook_claim_key,
 )
-from rocky_engine.schedule.incidents import INCIDENTS_DIR, IncidentBundle, pointers_for, record_incident
 from rocky_engine.schedule.output import Skipped, TickOutput
 from rocky_engine.schedule.plan import SchedulePlan
 from rocky_engine.schedule.spool import Demand, SpoolError, consume
@@ -136,6 +135,14 @@ class Recovery:
         recorded_at: datetime,
         run_id: str | None = None,
     ) -> str | None:
+        # Imported here: only a failed or partial run writes one, and a quiet tick never does.
+        from rocky_engine.schedule.incidents import (
+            INCIDENTS_DIR,
+            IncidentBundle,
+            pointers_for,
+            record_incident,
+        )
+
         bundle = IncidentBundle(
             recorded_at=recorded_at,
             pipeline=pipeline,

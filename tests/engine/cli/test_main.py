@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,51 @@ def test_global_flags_accepted_after_command(tmp_path: Path) -> None:
     assert doc["command"] == "run"
     assert doc["status"] == "Success"
     assert proc.stdout.endswith("}\n")
+
+
+def test_help_and_usage_errors_import_no_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "from rocky_engine.cli.main import run_cli\n"
+        "for argv in (['--help'], ['frobnicate'], ['tick', '--help']):\n"
+        "    try:\n"
+        "        run_cli(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "loaded = [m for m in ('pydantic', 'logging') if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED={loaded!r}\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "LOADED=[]" in proc.stderr.splitlines(), proc.stderr
+
+
+_EXIT_PROBE = (
+    "import atexit, gc, os, sys\n"
+    "from rocky_engine.cli.main import {entry}\n"
+    "def probe():\n"
+    "    env, frozen = os.environ.get('PYDANTIC_DISABLE_PLUGINS'), gc.get_freeze_count() > 0\n"
+    "    sys.stderr.write(f'PROBE env={{env}} frozen={{frozen}}\\n')\n"
+    "atexit.register(probe)\n"
+    "code = {entry}({argv!r})\n"
+)
+
+
+def _probe(entry: str, argv: list[str], env: dict[str, str] | None = None) -> str:
+    full = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"} | (env or {})
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT_PROBE.format(entry=entry, argv=argv)],
+        capture_output=True, text=True, timeout=60, env=full,
+    )
+    return next(line for line in proc.stderr.splitlines() if line.startswith("PROBE "))
+
+
+def test_entry_point_tunes_only_its_own_process(tmp_path: Path) -> None:
+    config = tmp_path / "rocky.toml"
+    config.write_text('[adapter]\ntype = "duckdb"\npath = "w.duckdb"\n')
+    validate = ["-c", str(config), "validate", "--output", "json"]
+    # main: plugin discovery off unless the user chose, and validate/tick skip the exit-time collection
+    assert _probe("main", validate) == "PROBE env=__all__ frozen=True"
+    assert _probe("main", validate, {"PYDANTIC_DISABLE_PLUGINS": "x"}) == "PROBE env=x frozen=True"
+    assert _probe("main", ["-c", str(tmp_path / "no.toml"), "run"]) == "PROBE env=__all__ frozen=False"
+    # run_cli (tests, embedders): neither the environment nor the collector is touched
+    assert _probe("run_cli", validate) == "PROBE env=None frozen=False"

@@ -44,7 +44,7 @@ def server(config: Path) -> Iterator[InProcessServer]:
 
 def test_a_job_runs_rocky_run_and_reports_its_outcome(server: InProcessServer, config: Path) -> None:
     with server.client() as c:
-        r = c.post("/api/v1/jobs/run", json={"pipeline": "orders", "filter": "table=good"})
+        r = c.post("/api/v1/jobs/run", json={"pipeline": "orders"})
         assert r.status_code == 202
         job_id = r.json()["job_id"]
         assert r.headers["Location"] == f"/api/v1/jobs/{job_id}"
@@ -54,12 +54,23 @@ def test_a_job_runs_rocky_run_and_reports_its_outcome(server: InProcessServer, c
     assert set(job) >= {"job_id", "kind", "state", "submitted_at", "started_at", "finished_at", "result"}
     result = job["result"]
     assert result["outcome"] == "success" and result["exit_code"] == 0 and result["status"] == "Success"
-    assert result["output"]["command"] == "run" and result["output"]["filter"] == "table=good"
-    assert job["request"] == {"pipeline": "orders", "filter": "table=good"}
+    assert result["output"]["command"] == "run" and result["output"]["filter"] == ""
+    assert job["request"] == {"pipeline": "orders"}
     [run] = runs_in_store(config)
     assert (run.run_id, run.trigger, run.submission_id) == (result["run_id"], "Manual", job_id)
     assert [j["job_id"] for j in listed] == [job_id]
     assert not (config.parent / ".rocky" / "jobs" / f"{job_id}.out").exists()
+
+
+def test_a_refused_run_is_a_failed_job(server: InProcessServer) -> None:
+    """`filter` only applies to replication: the child refuses it (exit 1) and the job says so."""
+    with server.client() as c:
+        r = c.post("/api/v1/jobs/run", json={"pipeline": "orders", "filter": "table=good"})
+        assert r.status_code == 202
+        job = wait_job(c, r.json()["job_id"])
+    assert job["state"] == "failed"
+    assert job["result"]["exit_code"] == 1
+    assert job["request"] == {"pipeline": "orders", "filter": "table=good"}
 
 
 def test_children_do_not_inherit_the_servers_secrets(tmp_path: Path) -> None:
