@@ -32,10 +32,11 @@ class Project:
 
     def models_dir(self) -> Path:
         """The models directory of the first transformation pipeline (default ``<root>/models``)."""
-        from rocky_engine.models import models_base_dir
-
         for pipeline in self.config.pipelines.values():
             if pipeline.type == "transformation":
+                # Imported here: a replication-only project never loads the models package.
+                from rocky_engine.models.loader import models_base_dir
+
                 return models_base_dir(pipeline.models, self.root)
         return self.root / "models"
 

@@ -89,9 +89,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return parser, modules
 
 
-#: Commands whose process ends once the result is written, with every store and file they opened
-#: closed and no warehouse connection: they skip the interpreter's exit-time garbage collection.
-_FREEZE_AT_EXIT = frozenset({"tick", "validate"})
+#: Commands whose process ends once the result is written, with every store, warehouse connection and
+#: file they opened already closed: they skip the interpreter's exit-time garbage collection. That is
+#: every command; `serve` returns only after its drain has stopped the server and its children.
+_FREEZE_AT_EXIT = frozenset(COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

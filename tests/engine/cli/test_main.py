@@ -118,9 +118,9 @@ def test_entry_point_tunes_only_its_own_process(tmp_path: Path) -> None:
     config = tmp_path / "rocky.toml"
     config.write_text('[adapter]\ntype = "duckdb"\npath = "w.duckdb"\n')
     validate = ["-c", str(config), "validate", "--output", "json"]
-    # main: plugin discovery off unless the user chose, and validate/tick skip the exit-time collection
+    # main: plugin discovery off unless the user chose, and every command skips the exit-time collection
     assert _probe("main", validate) == "PROBE env=__all__ frozen=True"
     assert _probe("main", validate, {"PYDANTIC_DISABLE_PLUGINS": "x"}) == "PROBE env=x frozen=True"
-    assert _probe("main", ["-c", str(tmp_path / "no.toml"), "run"]) == "PROBE env=__all__ frozen=False"
+    assert _probe("main", ["-c", str(tmp_path / "no.toml"), "run"]) == "PROBE env=__all__ frozen=True"
     # run_cli (tests, embedders): neither the environment nor the collector is touched
     assert _probe("run_cli", validate) == "PROBE env=None frozen=False"
