@@ -20,6 +20,7 @@ demo: venv
 	cd examples/playground && ../../$(BIN)/python seed.py
 	cd examples/playground && ../../$(BIN)/rocky run --pipeline raw --output table
 	cd examples/playground && ../../$(BIN)/rocky run --pipeline models --output table
+	cd examples/playground && ../../$(BIN)/rocky run --pipeline quality --output table
 	cd examples/playground && ../../$(BIN)/python show_marts.py
 
 ## make demo-dagster: seed the playground and start `dagster dev` on examples/dagster (UI: http://127.0.0.1:3000)

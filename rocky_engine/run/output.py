@@ -169,14 +169,18 @@ class RunOutput(Result):
                     [[c.model, ", ".join(c.blocked_by)] for c in self.contained],
                 )
             )
-        failed_checks = [
-            [".".join(r.asset_key), str(c.get("name")), str(c.get("severity"))]
+        # A quality run is all checks: list every one; elsewhere only the failures are worth a line.
+        show_all = self.pipeline_type == "quality"
+        check_rows = [
+            [".".join(r.asset_key), str(c.get("name")), "passed" if c.get("passed", True) else "FAILED",
+             str(c.get("severity"))]
             for r in self.check_results
             for c in r.checks
-            if not c.get("passed", True)
+            if show_all or not c.get("passed", True)
         ]
-        if failed_checks:
-            lines.append(render_rows("failed checks", ["table", "check", "severity"], failed_checks))
+        if check_rows:
+            title = "checks" if show_all else "failed checks"
+            lines.append(render_rows(title, ["table", "check", "result", "severity"], check_rows))
         return "\n".join(lines) + "\n"
 
     def render_md(self) -> str:

@@ -192,3 +192,13 @@ def test_playground_runs_out_of_the_box(tmp_path: Path, rocky_cmd: list[str]) ->
                                        text=True, check=True).stdout)
     stg_orders = next(m for m in second["materializations"] if m["asset_key"][-1] == "stg_orders")
     assert stg_orders["rows_copied"] == 0  # incremental: nothing new since the first run
+    # and, last in `make demo`, the quality checks on the marts pass
+    quality = subprocess.run(
+        [*rocky_cmd, "-c", "rocky.toml", "run", "--pipeline", "quality", "--output", "json"],
+        cwd=root, capture_output=True, text=True,
+    )
+    assert quality.returncode == 0, quality.stderr
+    qdoc = json.loads(quality.stdout)
+    assert qdoc["status"] == "Success" and qdoc["check_gate_failed"] is False
+    names = {c["name"] for r in qdoc["check_results"] for c in r["checks"]}
+    assert names >= {"not_null_order_id", "unique_order_id"}
