@@ -33,7 +33,7 @@ def run_serial(db: str, plan: Path) -> None:
     con.close()
 
 
-def _run_level(cursors: list[duckdb.DuckDBPyConnection], pending: list[str]) -> None:
+def run_level(cursors: list[duckdb.DuckDBPyConnection], pending: list[str]) -> None:
     """Execute one level's statements with one thread per cursor pulling from a shared queue."""
     lock = threading.Lock()
     errors: list[BaseException] = []
@@ -64,7 +64,7 @@ def run_two(db: str, plan: Path, workers: int = 2) -> None:
     con = duckdb.connect(db)
     cursors = [con.cursor() for _ in range(workers)]
     for _, group in groupby(_statements(plan), key=lambda st: int(st["level"])):
-        _run_level(cursors, [st["sql"] for st in group])
+        run_level(cursors, [st["sql"] for st in group])
     for c in cursors:
         c.close()
     con.close()

@@ -23,11 +23,11 @@ _T0 = time.perf_counter()
 
 import json  # noqa: E402 - after _T0 so import_s covers every import of this program
 import sys  # noqa: E402
-import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import duckdb  # noqa: E402
+from raw_runner import run_level  # noqa: E402 - bench/ is this script's sys.path[0]
 
 _IMPORT_S = time.perf_counter() - _T0
 SEPARATOR = "\n;\n"
@@ -55,32 +55,12 @@ def run_two(db: str, sqls: list[str], workers: int = 2) -> float:
         if sql.startswith("CREATE SCHEMA"):
             con.execute(sql)
     pending = [sql for sql in sqls if not sql.startswith("CREATE SCHEMA")]
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def worker(cur: duckdb.DuckDBPyConnection) -> None:
-        while True:
-            with lock:
-                if not pending or errors:
-                    return
-                sql = pending.pop(0)
-            try:
-                cur.execute(sql)
-            except BaseException as exc:  # re-raised below: a nonzero exit fails the bench loudly
-                with lock:
-                    errors.append(exc)
-                return
-
     cursors = [con.cursor() for _ in range(workers)]
-    threads = [threading.Thread(target=worker, args=(c,)) for c in cursors]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for c in cursors:
-        c.close()
-    if errors:
-        raise errors[0]
+    try:
+        run_level(cursors, pending)  # the same two-cursor worker pool as the transformation raw-2 runner
+    finally:
+        for c in cursors:
+            c.close()
     con.close()
     return time.perf_counter() - start
 
