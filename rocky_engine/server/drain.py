@@ -23,7 +23,7 @@ import contextlib
 import signal
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -110,9 +110,12 @@ class Drain:
 class DrainingServer(uvicorn.Server):
     """uvicorn's server with Rocky's drain on SIGTERM / SIGINT."""
 
-    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+    def __init__(
+        self, config: uvicorn.Config, drain: Drain, on_ready: Callable[[], None] | None = None
+    ) -> None:
         super().__init__(config)
         self.drain = drain
+        self.on_ready = on_ready
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -139,3 +142,7 @@ class DrainingServer(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started and not self.should_exit:
             self.drain.ctx.started.set()
+            # Announced only now: the drain handlers are installed, so a signal after the announcement
+            # always drains instead of interrupting a half-started server.
+            if self.on_ready is not None:
+                self.on_ready()

@@ -124,8 +124,7 @@ def serve(settings: ServerSettings) -> ServeResult:
             timeout_keep_alive=5,
             timeout_graceful_shutdown=int(settings.drain_timeout_seconds + 0.999),
         )
-        server = DrainingServer(config, drain)
-        _announce(settings, url)
+        server = DrainingServer(config, drain, on_ready=lambda: _announce(settings, url))
         if loop is not None:
             loop.start()  # it waits for the server to be up before its first tick
         server.run(sockets=[sock])

@@ -49,10 +49,17 @@ def _remote_watermark(remote: Remote, tmp_path: Path) -> str:
     return str(rows[0][0])
 
 
-def _remote_runs(remote: Remote, tmp_path: Path) -> list[str]:
+_RUN_RECORD = "run_id, started_at, finished_at, status"
+
+
+def _remote_records(remote: Remote, tmp_path: Path) -> list[tuple[object, ...]]:
     data = remote.snapshot()
     assert data is not None
-    return [str(r[0]) for r in snapshot_rows(data, tmp_path, "SELECT run_id FROM run_history ORDER BY 1")]
+    return [tuple(r) for r in snapshot_rows(data, tmp_path, f"SELECT {_RUN_RECORD} FROM run_history ORDER BY 1")]
+
+
+def _remote_runs(remote: Remote, tmp_path: Path) -> list[str]:
+    return [str(r[0]) for r in _remote_records(remote, tmp_path)]
 
 
 @pytest.mark.parametrize("backend", ["s3", "tiered"])
@@ -77,14 +84,16 @@ def test_cas_overlap_exactly_one_loses_loudly(
     assert _remote_watermark(remote, tmp_path) == A_TS
     assert _remote_runs(remote, tmp_path) == [winner_run]
 
-    # The loser's next run downloads the winner's state and continues from it.
-    lost_run = b.local_rows("SELECT run_id FROM run_history")[0][0]
+    # The loser's next run downloads the winner's state and continues from it. Run ids are unique per
+    # store only (millisecond resolution), so two machines that start together may mint the same id:
+    # the lost run is told apart by its whole record.
+    lost = b.local_rows(f"SELECT {_RUN_RECORD} FROM run_history")[0]
     again = b.rocky("run", "-o", "json")
     assert again.returncode == 0, again.stderr
     assert _remote_watermark(remote, tmp_path) == B_TS
     rerun = json.loads(again.stdout)["run_id"]
     assert _remote_runs(remote, tmp_path) == sorted([winner_run, rerun])
-    assert lost_run not in _remote_runs(remote, tmp_path)
+    assert lost not in _remote_records(remote, tmp_path)
     local_runs = b.local_rows("SELECT run_id FROM run_history ORDER BY 1")
     assert local_runs == [(r,) for r in sorted([winner_run, rerun])]
 
