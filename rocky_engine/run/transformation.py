@@ -145,13 +145,13 @@ class TransformationRunner:
         targets = self._resolve_targets(adapter, model_set)
         self._prepare_schemas(adapter, model_set, selected, targets, out)
         existing = {(r.schema, r.name): r.kind for r in adapter.list_relations(adapter.catalog)}
-        variables = ctx.options.variables
         runnable = [n for n in selected if model_set.models[n].strategy.type != "ephemeral"]
         parallel = min(self._concurrency(), max(1, len(runnable)))
         ctx.log.info(
             "run %s: pipeline %s, %d model(s) to build, concurrency %d",
             ctx.run_id, ctx.pipeline_name, len(runnable), parallel,
         )
+        compiled = self._compile(runnable, model_set, targets)
         sessions: list[WarehouseSession] = [adapter] if parallel == 1 else [
             adapter.session() for _ in range(parallel)
         ]
@@ -167,10 +167,9 @@ class TransformationRunner:
             model = model_set.models[name]
             target = targets[name]
             ctx.events.fire("before_model_run", model=name, table=target.full_name)
-            try:
-                select = compile_model(name, model_set, targets, variables)
-            except ModelError as exc:
-                raise _CompileError(str(exc)) from exc
+            select = compiled[name]
+            if isinstance(select, ModelError):
+                raise _CompileError(str(select)) from select
             return materialize(
                 session, dialect, model.strategy, target, select,
                 exists_as=existing.get((target.schema, target.table)),
@@ -220,6 +219,25 @@ class TransformationRunner:
         if checks_active(ctx.pipeline.checks) and out.materializations and not out.interrupted:
             self._check(adapter, model_set, targets, out)
         return out
+
+    def _compile(
+        self, runnable: list[str], model_set: ModelSet, targets: dict[str, ResolvedTarget]
+    ) -> dict[str, str | ModelError]:
+        """Compile every model up front, then fire ``compile_complete`` (an abort there builds nothing).
+
+        A model that does not compile keeps its error; it fails as ``compile-error`` when its turn comes,
+        so its downstream models are contained and the rest of the DAG still runs.
+        """
+        compiled: dict[str, str | ModelError] = {}
+        for name in runnable:
+            try:
+                compiled[name] = compile_model(name, model_set, targets, self.ctx.options.variables)
+            except ModelError as exc:
+                compiled[name] = exc
+        failed = sorted(n for n, select in compiled.items() if isinstance(select, ModelError))
+        self.ctx.events.fire("compile_complete", metadata={
+            "models": len(runnable), "compiled": len(runnable) - len(failed), "failed": failed})
+        return compiled
 
     def _check(
         self, adapter: WarehouseAdapter, model_set: ModelSet, targets: dict[str, ResolvedTarget],

@@ -166,6 +166,37 @@ def test_abort_before_a_model_stops_every_later_materialization(tmp_path: Path) 
     assert _tables(tmp_path) == {"a_model"}
 
 
+def test_compile_complete_fires_once_after_every_model_compiled(tmp_path: Path) -> None:
+    hooks = "".join(
+        f'\n[[hook.on_{event}]]\ncommand = "cat >> events.jsonl"\n'
+        for event in ("pipeline_start", "compile_complete", "before_model_run")
+    )
+    config = make_project(
+        tmp_path, {"good": GOOD_SQL, "unset_var": "SELECT {{ var('missing') }} AS v"}, extra_toml=hooks
+    )
+    out = run_in_process(config, parallel=1)
+    assert out.status == "PartialFailure"
+    events = _events(tmp_path / "events.jsonl")
+    names = [e["event"] for e in events]
+    assert names[:2] == ["pipeline_start", "compile_complete"]
+    assert names.count("compile_complete") == 1
+    assert events[1]["metadata"] == {"models": 2, "compiled": 1, "failed": ["unset_var"]}
+    # The model that did not compile still fails in its own turn, as a compile error.
+    assert [(e.asset_key[-1], e.failure_kind) for e in out.errors] == [("unset_var", "compile-error")]
+
+
+def test_abort_on_compile_complete_builds_nothing(tmp_path: Path) -> None:
+    config = make_project(tmp_path, {"good": GOOD_SQL}, extra_toml="""
+        [[hook.on_compile_complete]]
+        command = "exit 3"
+        on_failure = "abort"
+        """)
+    out = run_in_process(config)
+    assert out.status == "Failure"
+    assert out.errors[0].error.startswith("aborted by hook on_compile_complete[0] (exit) exited with code 3")
+    assert "good" not in _tables(tmp_path)
+
+
 def test_abort_on_an_after_event_only_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     config = make_project(tmp_path, extra_toml="""
         [[hook.on_after_model_run]]

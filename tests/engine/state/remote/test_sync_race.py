@@ -55,7 +55,8 @@ _RUN_RECORD = "run_id, started_at, finished_at, status"
 def _remote_records(remote: Remote, tmp_path: Path) -> list[tuple[object, ...]]:
     data = remote.snapshot()
     assert data is not None
-    return [tuple(r) for r in snapshot_rows(data, tmp_path, f"SELECT {_RUN_RECORD} FROM run_history ORDER BY 1")]
+    query = f"SELECT {_RUN_RECORD} FROM run_history ORDER BY 1"
+    return [tuple(r) for r in snapshot_rows(data, tmp_path, query)]
 
 
 def _remote_runs(remote: Remote, tmp_path: Path) -> list[str]:
