@@ -71,8 +71,11 @@ def finish(request: dict[str, Any], files: list[dict[str, Any]], value: Any, ver
 
 
 def touch(path: str, text: str = "") -> None:
-    with open(path, "w") as fh:
+    # Atomic: tests poll for the file and read it at once, so it must never be seen half written.
+    partial = f"{path}.partial"
+    with open(partial, "w") as fh:
         fh.write(text)
+    os.replace(partial, path)
 
 
 def main() -> int:
