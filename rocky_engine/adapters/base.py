@@ -55,6 +55,19 @@ class WarehouseSession(Protocol):
     def close(self) -> None: ...
 
 
+class Maintenance(Protocol):
+    """Work a warehouse needs done while no statement runs (a DuckDB checkpoint, say).
+
+    Runners ask ``due()`` between tasks (it must be cheap); when it says yes they stop starting tasks,
+    let the running ones finish, call ``run()``, and go on. After ``run()``, even one that could not do
+    its work, ``due()`` stays False until more has been written, so a run always makes progress.
+    """
+
+    def due(self) -> bool: ...
+
+    def run(self) -> None: ...
+
+
 class WarehouseAdapter(WarehouseSession, Protocol):
     """A warehouse: sessions plus catalog introspection."""
 
@@ -78,6 +91,10 @@ class WarehouseAdapter(WarehouseSession, Protocol):
 
     def list_relations(self, catalog: str | None = None) -> list[Relation]:
         """Every table and view of a catalog in one catalog query (runs call this once, not per model)."""
+        ...
+
+    def maintenance(self) -> Maintenance | None:
+        """What a long concurrent run must pause for now and then; None when nothing."""
         ...
 
     def ensure_schema(self, schema: str, catalog: str | None = None) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
-from rocky_engine.adapters.base import Column, Relation, quote_ident
+from rocky_engine.adapters.base import Column, Maintenance, Relation, quote_ident
 from rocky_engine.adapters.failure import classify, first_line
 from rocky_engine.config.adapters import PostgresAdapterConfig
 from rocky_engine.errors import AdapterError
@@ -264,6 +264,9 @@ class PostgresAdapter(PostgresSession):
             [schema],
         )
         return [str(r[0]) for r in rows]
+
+    def maintenance(self) -> Maintenance | None:
+        return None  # the server checkpoints on its own
 
     def list_relations(self, catalog: str | None = None) -> list[Relation]:
         rows = self.query(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Generic, Literal, TypeVar
 
+from rocky_engine.adapters.base import Maintenance
 from rocky_engine.errors import AdapterError, HookAbort
 
 T = TypeVar("T")
@@ -124,8 +125,12 @@ def run_tables(
     stop: threading.Event,
     on_done: Callable[[TaskResult[T]], None] | None = None,
     on_retry: Callable[[str, BaseException, int], None] | None = None,
+    maintenance: Maintenance | None = None,
 ) -> tuple[TableRun[T], list[W]]:
-    """Run ``task(name, worker)`` for every name; returns the run and the workers created (to close)."""
+    """Run ``task(name, worker)`` for every name; returns the run and the workers created (to close).
+
+    When ``maintenance`` is due no new table starts; it runs once the running ones finish.
+    """
     result: TableRun[T] = TableRun()
     queue: deque[tuple[str, int]] = deque((n, 1) for n in names)
     workers: list[W] = []
@@ -192,6 +197,8 @@ def run_tables(
 
     if limit.max_workers <= 1:
         while may_start():
+            if maintenance is not None and maintenance.due():
+                maintenance.run()
             name, attempt = queue.popleft()
             _, _, worker, value, error = execute(name, attempt, take_worker())
             free.append(worker)
@@ -200,8 +207,17 @@ def run_tables(
         in_flight: set[Future[tuple[str, int, W, T | None, BaseException | None]]] = set()
         with ThreadPoolExecutor(max_workers=limit.max_workers, thread_name_prefix="rocky-repl") as pool:
 
+            holding = False  # maintenance is due: start nothing until the running tables finish
+
             def fill() -> None:
-                while may_start() and len(in_flight) < limit.limit:
+                nonlocal holding
+                if maintenance is not None and not holding and may_start():
+                    holding = maintenance.due()
+                if holding and not in_flight and maintenance is not None:
+                    if not stop.is_set():
+                        maintenance.run()
+                    holding = False
+                while not holding and may_start() and len(in_flight) < limit.limit:
                     name, attempt = queue.popleft()
                     in_flight.add(pool.submit(execute, name, attempt, take_worker()))
 

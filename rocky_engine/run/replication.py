@@ -214,7 +214,7 @@ class ReplicationRunner:
         workers: list[Worker] = []
         try:
             run, workers = run_tables(order, task, new_worker, limit, rules, stop=ctx.guard.stop,
-                                      on_done=on_done, on_retry=on_retry)
+                                      on_done=on_done, on_retry=on_retry, maintenance=target.maintenance())
         finally:
             progress.close()
             try:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
-from rocky_engine.adapters.base import Column, Relation, WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.base import Column, Maintenance, Relation, WarehouseAdapter, WarehouseSession
 from rocky_engine.adapters.failure import RETRYABLE_KINDS
 from rocky_engine.config.adapters import RetryConfig
 from rocky_engine.errors import AdapterError
@@ -352,6 +352,9 @@ class RetryingAdapter(RetryingSession):
 
     def list_relations(self, catalog: str | None = None) -> list[Relation]:
         return self._call(lambda: self.adapter.list_relations(catalog), "catalog listing")
+
+    def maintenance(self) -> Maintenance | None:
+        return self.adapter.maintenance()
 
     def ensure_schema(self, schema: str, catalog: str | None = None) -> bool:
         return self._call(lambda: self.adapter.ensure_schema(schema, catalog), f"create schema {schema}")

@@ -182,7 +182,10 @@ class TransformationRunner:
             self._record(outcome, model_set, targets, out)
 
         try:
-            result = run_dag(runnable, deps, task, sessions, stop=ctx.guard.stop, on_done=on_done)
+            result = run_dag(
+                runnable, deps, task, sessions, stop=ctx.guard.stop, on_done=on_done,
+                maintenance=adapter.maintenance(),
+            )
         finally:
             progress.close()
             if parallel > 1:

@@ -1,0 +1,45 @@
+"""A run that finds the state store locked by a run racing the same idempotency key waits to see the
+holder's claim, and reports the skip it would have got (rocky_engine.run.idempotency.peek_while_locked)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rocky_engine.config.sections import IdempotencyConfig
+from rocky_engine.run import idempotency
+from rocky_engine.state.store import StateStore
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with StateStore.open(path, writer=True) as holder:
+
+        def claim_late() -> None:
+            time.sleep(0.5)  # the holder is slow to claim (a cold interpreter, a busy disk)
+            idempotency.claim(holder, "nightly", "run-20261130-000000-000", IdempotencyConfig(), _now())
+
+        late = threading.Thread(target=claim_late)
+        late.start()
+        try:
+            seen = idempotency.peek_while_locked(path, "nightly", IdempotencyConfig(), _now, wait_seconds=5)
+        finally:
+            late.join()
+    assert seen == ("SkippedInFlight", "run-20261130-000000-000")
+
+
+def test_no_claim_within_the_wait_means_the_lock_error_stands(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with StateStore.open(path, writer=True):
+        t0 = time.monotonic()
+        seen = idempotency.peek_while_locked(path, "nightly", IdempotencyConfig(), _now, wait_seconds=0.3)
+        waited = time.monotonic() - t0
+    assert seen is None
+    assert waited >= 0.3
+
