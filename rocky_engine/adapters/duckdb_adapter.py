@@ -178,7 +178,7 @@ class WalCheckpoint:
     checkpoint run.
     """
 
-    def __init__(self, adapter: DuckDbAdapter, wal: Path, threshold: int = WAL_CHECKPOINT_BYTES) -> None:
+    def __init__(self, adapter: DuckDbAdapter, wal: Path, threshold: int) -> None:
         self._adapter = adapter
         self._wal = wal
         self._threshold = threshold

@@ -31,6 +31,7 @@ from typing import Generic, Literal, TypeVar
 
 from rocky_engine.adapters.base import Maintenance
 from rocky_engine.errors import AdapterError, HookAbort
+from rocky_engine.run.maintenance_gate import MaintenanceGate
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -195,10 +196,10 @@ def run_tables(
         workers.append(worker)
         return worker
 
+    gate = MaintenanceGate(maintenance)
     if limit.max_workers <= 1:
         while may_start():
-            if maintenance is not None and maintenance.due():
-                maintenance.run()
+            gate.open(running=0)
             name, attempt = queue.popleft()
             _, _, worker, value, error = execute(name, attempt, take_worker())
             free.append(worker)
@@ -207,17 +208,8 @@ def run_tables(
         in_flight: set[Future[tuple[str, int, W, T | None, BaseException | None]]] = set()
         with ThreadPoolExecutor(max_workers=limit.max_workers, thread_name_prefix="rocky-repl") as pool:
 
-            holding = False  # maintenance is due: start nothing until the running tables finish
-
             def fill() -> None:
-                nonlocal holding
-                if maintenance is not None and not holding and may_start():
-                    holding = maintenance.due()
-                if holding and not in_flight and maintenance is not None:
-                    if not stop.is_set():
-                        maintenance.run()
-                    holding = False
-                while not holding and may_start() and len(in_flight) < limit.limit:
+                while may_start() and len(in_flight) < limit.limit and gate.open(running=len(in_flight)):
                     name, attempt = queue.popleft()
                     in_flight.add(pool.submit(execute, name, attempt, take_worker()))
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from rocky_engine.adapters.base import Maintenance, WarehouseSession
+from rocky_engine.run.maintenance_gate import MaintenanceGate
 
 T = TypeVar("T")
 
@@ -112,28 +113,21 @@ def run_dag(
                 if waiting[child] == 0:
                     stack.append(child)
 
+    gate = MaintenanceGate(maintenance)
     if len(sessions) <= 1:
         session = sessions[0]
         while ready and not stop.is_set():
-            if maintenance is not None and maintenance.due():
-                maintenance.run()
+            gate.open(running=0)
             settle(execute(order[heapq.heappop(ready)], session))
     else:
         in_flight: dict[Future[TaskOutcome[T]], WarehouseSession] = {}
-        holding = False  # maintenance is due: start nothing until the running tasks finish
         with ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="rocky-run") as pool:
             while True:
-                if maintenance is not None and not holding and ready:
-                    holding = maintenance.due()
-                while ready and free and not holding and not stop.is_set():
+                while ready and free and not stop.is_set() and gate.open(running=len(in_flight)):
                     session = free.pop()
                     fut = pool.submit(execute, order[heapq.heappop(ready)], session)
                     in_flight[fut] = session
                 if not in_flight:
-                    if holding and maintenance is not None and not stop.is_set():
-                        maintenance.run()
-                        holding = False
-                        continue
                     break
                 done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
                 for fut in sorted(done, key=lambda f: position[f.result().name]):
