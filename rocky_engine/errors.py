@@ -102,11 +102,12 @@ class StateError(RockyError):
 class StateLockedError(StateError):
     """Another process holds the writer lock of the state store."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, hint: str | None = None) -> None:
         self.path = str(path)
         super().__init__(
             f"state store at {path} is locked by another process; only one rocky writer can run at a "
-            "time against the same state file"
+            "time against the same state file",
+            hint=hint,
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,8 @@ class Project:
     config: RockyConfig
     state_path_flag: str | None = None
     state_namespace: str | None = None
+    #: the state file once settled (see :meth:`state_path`); a process never moves it twice
+    _state_file: Path | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def root(self) -> Path:
@@ -30,32 +32,97 @@ class Project:
         """``.rocky/`` next to rocky.toml: tick lock, incidents, spool."""
         return self.root / ".rocky"
 
-    def models_dir(self) -> Path:
-        """The models directory of the first transformation pipeline (default ``<root>/models``)."""
-        for pipeline in self.config.pipelines.values():
-            if pipeline.type == "transformation":
-                # Imported here: a replication-only project never loads the models package.
-                from rocky_engine.models.loader import models_base_dir
+    def state_path(self, *, reading: bool = False) -> Path:
+        """The state file (``state.location``: never dependent on the pipelines), absolute.
 
-                return models_base_dir(pipeline.models, self.root)
-        return self.root / "models"
+        The first call of the process settles it: a store found where an older engine put it is moved to
+        the location rule's file (``state.relocate``). The answer is kept, so the process keeps one file
+        even if ``models/`` appears or rocky.toml changes while it runs.
 
-    def state_path(self) -> Path:
-        from rocky_engine.state.location import resolve_state_path
+        Args:
+            reading: the caller only reads; when the old store's writer is busy it is read where it is
+                (and that answer is not kept) instead of failing on the lock.
 
-        models = self.models_dir()
-        return resolve_state_path(
-            config_dir=self.root,
-            models_dir=models if models.is_dir() else None,
-            state_path=self.state_path_flag,
-            namespace=self.state_namespace,
-        ).absolute()
+        Raises:
+            StateLockedError: an old store waits to be moved and another process writes it (writers only).
+            StateError: the old store cannot be moved (the message says what to run).
+            UsageError: an invalid ``--state-namespace``.
+        """
+        if self._state_file is not None:
+            return self._state_file
+        path = locate_state_file(
+            self.root, self.config, state_path=self.state_path_flag, namespace=self.state_namespace,
+            reading=reading,
+        )
+        if not reading or path == self._rule_file():
+            self._state_file = path
+        return path
+
+    def _rule_file(self) -> Path:
+        from rocky_engine.state.location import state_file
+
+        return state_file(self.root, state_path=self.state_path_flag, namespace=self.state_namespace)
 
     def load_models(self, pipeline_name: str, env: Mapping[str, str] | None = None) -> ModelSet:
         from rocky_engine.models import load_models
 
         pipeline = self.config.pipeline(pipeline_name)
         return load_models(pipeline.models, self.root, env)  # type: ignore[union-attr]
+
+
+def locate_state_file(
+    config_dir: Path, config: RockyConfig | None, *, state_path: str | None, namespace: str | None,
+    reading: bool,
+) -> Path:
+    """The state file of the project in ``config_dir``, moving a store found at an older location.
+
+    ``config`` (None when rocky.toml does not load) names the models directories where an older engine
+    may have put the store; without it only the config directory is looked at.
+    """
+    from rocky_engine.state.location import legacy_state_files, state_file
+
+    path = state_file(config_dir, state_path=state_path, namespace=namespace)
+    if state_path:
+        return path  # an explicit file is the user's choice: nothing is looked for or moved
+    models_dirs = _legacy_models_dirs(config_dir, config) if config is not None else []
+    legacy = legacy_state_files(config_dir, models_dirs, namespace, path)
+    if not legacy:
+        return path
+    from rocky_engine.state.relocate import settle_state_file
+
+    return settle_state_file(path, legacy, project_dir=config_dir, reading=reading)
+
+
+def _legacy_models_dirs(config_dir: Path, config: RockyConfig) -> list[Path]:
+    """The models directory of every transformation pipeline: an older engine kept the store in the first
+    one's (whichever came first when the store was created)."""
+    from rocky_engine.config import TransformationPipeline
+    from rocky_engine.models.loader import models_base_dir
+
+    return [
+        models_base_dir(pipeline.models, config_dir)
+        for pipeline in config.pipelines.values()
+        if isinstance(pipeline, TransformationPipeline) and pipeline.models
+    ]
+
+
+def project_state_file(
+    config_path: Path, *, state_path: str | None, namespace: str | None, reading: bool = True
+) -> Path:
+    """The state file of the project whose rocky.toml is ``config_path``, for a command that must find the
+    store even when rocky.toml is missing or does not load (``history``, ``state``, ``doctor``)."""
+    from rocky_engine.config import load_config
+    from rocky_engine.errors import RockyError
+
+    config: RockyConfig | None = None
+    if config_path.is_file():
+        try:
+            config = load_config(config_path)
+        except RockyError:
+            config = None  # the commands that need the config report it; finding the store must not
+    return locate_state_file(
+        config_path.absolute().parent, config, state_path=state_path, namespace=namespace, reading=reading
+    )
 
 
 def load_project(

@@ -33,10 +33,10 @@ def execute(args: argparse.Namespace) -> Result:
     from pathlib import Path
 
     from rocky_engine.ops.history import build_history, parse_since
-    from rocky_engine.state.location import project_state_path
+    from rocky_engine.project import project_state_file
     from rocky_engine.state.store import StateStore
 
     since = parse_since(args.since) if args.since is not None else None
-    path = project_state_path(Path(args.config), args.state_path, args.state_namespace)
+    path = project_state_file(Path(args.config), state_path=args.state_path, namespace=args.state_namespace)
     with StateStore.open(path, writer=False) as store:
         return build_history(store, model=args.model, since=since, audit=args.audit)

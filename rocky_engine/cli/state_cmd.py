@@ -56,10 +56,10 @@ def _watermarks(args: argparse.Namespace) -> Result:
     from pathlib import Path
 
     from rocky_engine.ops.state_view import build_watermarks
-    from rocky_engine.state.location import project_state_path
+    from rocky_engine.project import project_state_file
     from rocky_engine.state.store import StateStore
 
-    path = project_state_path(Path(args.config), args.state_path, args.state_namespace)
+    path = project_state_file(Path(args.config), state_path=args.state_path, namespace=args.state_namespace)
     with StateStore.open(path, writer=False) as store:
         return build_watermarks(store)
 

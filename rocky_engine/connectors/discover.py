@@ -49,5 +49,5 @@ def discover_connector_sources(project: Project) -> list[dict[str, Any]]:
         return []
     from rocky_engine.state.store import StateStore
 
-    with StateStore.open(project.state_path(), writer=False, on_newer="recreate") as store:
+    with StateStore.open(project.state_path(reading=True), writer=False, on_newer="recreate") as store:
         return connector_sources(project, store)

@@ -104,12 +104,12 @@ def open_state_waiting(project: Project, wait_secs: float, purpose: str) -> Sync
     while True:
         try:
             return open_synced_store(project, on_newer="refuse")
-        except StateLockedError:
+        except StateLockedError as exc:
             if time.monotonic() >= deadline:
                 raise
             if not warned:
                 log.warning("state store %s is locked by another rocky process; waiting up to %d s to %s",
-                            project.state_path(), int(wait_secs), purpose)
+                            exc.path, int(wait_secs), purpose)
                 warned = True
             time.sleep(0.2)
 

@@ -197,8 +197,8 @@ def build_brief(
 ) -> BriefResult:
     """Read the state store and build the brief (the store is opened read-only)."""
     moment = now or datetime.now(UTC)
-    path = store_path or project.state_path()
     try:
+        path = store_path or project.state_path(reading=True)
         store = StateStore.open(path, writer=False)
     except StateError as exc:
         since, label = parse_since(since_spec, now=moment, cursor=None)
@@ -217,13 +217,15 @@ def build_brief(
             scheduler=scheduler_section(project, store, since),
         )
     if label == "last":
-        result._after = lambda: advance_cursor(path, moment)
+        result._after = lambda: advance_cursor(project, moment, store_path)
     return result
 
 
-def advance_cursor(path: Any, moment: datetime) -> None:
+def advance_cursor(project: Project, moment: datetime, store_path: Any = None) -> None:
     """Store ``moment`` as the start of the next ``--since last`` window (best effort, warned about)."""
     try:
+        # The writer's answer: a store read where an older engine left it is never written in place.
+        path = store_path or project.state_path()
         with StateStore.open(path, writer=True) as store:
             store.set_meta(CURSOR_KEY, to_db(moment))
     except StateLockedError:

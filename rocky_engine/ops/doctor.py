@@ -108,7 +108,8 @@ def run_doctor(
     """
     if only is not None and only not in CHECK_NAMES:
         raise UsageError(f"unknown check '{only}'", hint=f"valid checks: {', '.join(CHECK_NAMES)}")
-    from rocky_engine.state.location import project_state_path
+    from rocky_engine.project import project_state_file
+    from rocky_engine.state.location import state_file
 
     env = os.environ if environ is None else environ
     checks: list[DoctorCheck] = []
@@ -140,14 +141,23 @@ def run_doctor(
         checks.append(DoctorCheck(name="config", status=finding.status, message=finding.message,
                                   duration_ms=load_ms))
         suggestions.extend(finding.suggestions)
-    store_file = project.state_path() if project is not None else project_state_path(
-        config_path, state_path, state_namespace
-    )
+    location_error: str | None = None
+    try:
+        store_file = project.state_path(reading=True) if project is not None else project_state_file(
+            config_path, state_path=state_path, namespace=state_namespace
+        )
+    except StateError as exc:  # e.g. two stores (an older location and the current one): runs refuse
+        location_error = str(exc)
+        store_file = state_file(
+            config_path.absolute().parent, state_path=state_path, namespace=state_namespace
+        )
     on_mismatch = project.config.state.on_schema_mismatch if project is not None else "recreate"
-    if only in (None, "state"):
-        record("state", lambda: check_state(store_file))
-    if only in (None, "state_schema"):
-        record("state_schema", lambda: check_state_schema(store_file, on_mismatch))
+    for name, check in (
+        ("state", lambda: check_state(store_file)),
+        ("state_schema", lambda: check_state_schema(store_file, on_mismatch)),
+    ):
+        if only in (None, name):
+            record(name, (lambda: Finding("critical", location_error)) if location_error else check)
     if project is None:
         if only not in (None, "config", "state", "state_schema"):
             record(only, lambda: Finding("critical", f"not checked: rocky.toml does not load ({load_error})"))

@@ -126,7 +126,7 @@ def execute_run(
         if not key:
             raise
         skip = idempotency.peek_while_locked(
-            project.state_path(), key, project.config.state.idempotency, clock, on_newer
+            project.state_path(reading=True), key, project.config.state.idempotency, clock, on_newer
         )
         if skip is None:
             raise

@@ -124,7 +124,7 @@ def _last_evaluated(project: Project) -> datetime | None:
     from rocky_engine.state.schedule import ScheduleRepo
     from rocky_engine.state.store import StateStore
 
-    with StateStore.open(project.state_path(), writer=False) as store:
+    with StateStore.open(project.state_path(reading=True), writer=False) as store:
         return ScheduleRepo(store).last_evaluated()
 
 

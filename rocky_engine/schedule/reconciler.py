@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from rocky_engine.errors import StateError, StateLockedError
 from rocky_engine.logs import get_logger
@@ -147,7 +148,8 @@ class _Tick(Recovery):
     halted: bool = False
 
     def __post_init__(self) -> None:
-        self.state_path = self.project.state_path()
+        #: settled when the tick opens the store (a store at an older location is moved then, or is busy)
+        self.state_path = Path()
         self.dot_rocky = self.project.dot_rocky
         self.spool = spool_dir_of(self.dot_rocky)
         self.registry = ChildRegistry(self.dot_rocky)
@@ -179,6 +181,7 @@ class _Tick(Recovery):
                     lock.lock_path, lock.overridden_age or 0, opts.stale_after_seconds,
                 )
             try:
+                self.state_path = self.project.state_path()
                 self.store = StateStore.open(self.state_path, writer=True)
             except StateLockedError:
                 self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="state_busy"))
@@ -193,6 +196,7 @@ class _Tick(Recovery):
             lock.release()
 
     def dry(self) -> None:
+        self.state_path = self.project.state_path(reading=True)
         self.store = StateStore.open(self.state_path, writer=False)
         try:
             self._reconcile(dry=True)

@@ -45,7 +45,11 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 class ProjectHolder:
     """The project as last loaded. :meth:`reload` re-reads rocky.toml (every tick does); :meth:`current`
-    re-reads it only when the file changed, and keeps the last good project when the new one is broken."""
+    re-reads it only when the file changed, and keeps the last good project when the new one is broken.
+
+    The state file is settled once, from the project the server started with, and every reload is pinned
+    to it (as ``--state-path``): an edit of rocky.toml or a ``models/`` directory appearing never moves the
+    store under a running server, its jobs or its scheduler's children."""
 
     def __init__(self, settings: ServerSettings, project: Project) -> None:
         self._settings = settings
@@ -68,17 +72,16 @@ class ProjectHolder:
         try:
             project = load_project(
                 self._settings.config_path,
-                state_path=self._settings.state_path,
+                state_path=str(self._state_path),
                 state_namespace=self._settings.state_namespace,
             )
-            state_path = project.state_path()
         except RockyError as exc:
             with self._lock:
                 self.config_error = str(exc)
                 self._stamp = stamp
             raise
         with self._lock:
-            self._project, self._stamp, self._state_path = project, stamp, state_path
+            self._project, self._stamp = project, stamp
             self._plan = None
             self.config_error = None
         return project
@@ -111,9 +114,8 @@ class ProjectHolder:
             return project, self._plan
 
     def state_path(self) -> Path:
-        self.current()
-        with self._lock:
-            return self._state_path
+        """The state file settled at start (never re-resolved while the server runs)."""
+        return self._state_path
 
 
 @dataclass

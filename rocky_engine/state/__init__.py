@@ -1,8 +1,9 @@
 """The state store: one SQLite file per project holding watermarks, run history, progress, check history,
 idempotency keys, connector state and the scheduler's local tables.
 
-Open it with ``StateStore.open(project_state_path(...))``; repositories hang off the store
-(``store.watermarks``, ``store.runs``, ``store.progress``, ``store.idempotency``, ``store.checks``).
+Open it with ``StateStore.open(project.state_path())`` (the rule: ``state.location``); repositories hang
+off the store (``store.watermarks``, ``store.runs``, ``store.progress``, ``store.idempotency``,
+``store.checks``).
 
 Names are resolved lazily (PEP 562): a command that needs only the store does not pay for importing every
 repository and its pydantic models at start-up (``rocky tick`` and ``rocky run`` both start often).
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rocky_engine.state.check_history import CheckRecord
     from rocky_engine.state.idempotency import ClaimDecision
-    from rocky_engine.state.location import project_state_path, resolve_state_path
+    from rocky_engine.state.location import state_file
     from rocky_engine.state.progress import ProgressEntry
     from rocky_engine.state.runs import ModelExecution, RunRecord, format_run_id, trigger_from_env
     from rocky_engine.state.schema import LOCAL_ONLY_TABLES, SCHEMA_VERSION
@@ -26,8 +27,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "CheckRecord": "check_history",
     "ClaimDecision": "idempotency",
-    "project_state_path": "location",
-    "resolve_state_path": "location",
+    "state_file": "location",
     "ProgressEntry": "progress",
     "ModelExecution": "runs",
     "RunRecord": "runs",
@@ -52,8 +52,7 @@ __all__ = [
     "Watermark",
     "format_run_id",
     "lock_path_of",
-    "project_state_path",
-    "resolve_state_path",
+    "state_file",
     "trigger_from_env",
 ]
 

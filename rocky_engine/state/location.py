@@ -1,100 +1,88 @@
-"""Which state file a project uses (CONTRACT section 5).
+"""Which state file a project uses (CONTRACT section 5): one rule for every command, the server and the
+scheduler.
 
-Two functions: ``resolve_state_path`` applies the location rules to known directories, and
-``project_state_path`` finds those directories from a ``rocky.toml`` path. Every command that opens the
-store (run, history, state, tick, doctor, serve) goes through ``project_state_path`` so they all agree.
+=================================  ==========================================================
+``--state-path P``                 ``P`` (relative to the working directory)
+``<config dir>/models/`` exists    ``<config dir>/models/.rocky-state.db``
+otherwise                          ``<config dir>/.rocky-state.db``
+=================================  ==========================================================
+
+``--state-namespace KEY`` keeps ``.rocky-state/<KEY>.db`` under the same base. The answer depends on the
+config directory and the flags only, never on the pipelines of rocky.toml, their order or their globs.
+
+Older engines kept the store in the models directory of the *first* transformation pipeline (for
+``models = "models/staging/**"``: ``models/staging/.rocky-state.db``), or in the config directory when that
+directory did not exist. :func:`legacy_state_files` lists the stores found at those places;
+``state.relocate`` moves one to where this rule says (``Project.state_path`` calls both).
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
-from rocky_engine.errors import RockyError, UsageError
+from rocky_engine.errors import UsageError
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_]+$")
-_GLOB_CHARS = frozenset("*?[")
 
 DEFAULT_FILE = ".rocky-state.db"
 NAMESPACE_DIR = ".rocky-state"
-DEFAULT_MODELS_DIR = "models"
+MODELS_DIR = "models"
 
 
-def resolve_state_path(
-    *,
-    config_dir: Path,
-    models_dir: Path | None,
-    state_path: str | None,
-    namespace: str | None,
-) -> Path:
-    """The state file for a project.
+def check_namespace(namespace: str | None) -> None:
+    """Raises UsageError when ``namespace`` has characters other than letters, digits and ``_``."""
+    if namespace is not None and not _NAMESPACE.match(namespace):
+        raise UsageError(f"invalid --state-namespace '{namespace}': use letters, digits and _ only")
 
-    Rules, first match wins: ``--state-path`` (relative to the working directory);
-    ``--state-namespace KEY`` gives ``<models_dir>/.rocky-state/<KEY>.db`` (``<config_dir>/...`` without a
-    models dir); ``<models_dir>/.rocky-state.db`` when the models directory exists; else
-    ``<config_dir>/.rocky-state.db``.
+
+def state_base(config_dir: Path) -> Path:
+    """The store's directory: ``<config dir>/models`` when that is a directory, else the config dir."""
+    models = config_dir / MODELS_DIR
+    return models if models.is_dir() else config_dir
+
+
+def store_file_in(base: Path, namespace: str | None) -> Path:
+    """The store of ``namespace`` (None: the default store) under ``base``."""
+    return base / DEFAULT_FILE if namespace is None else base / NAMESPACE_DIR / f"{namespace}.db"
+
+
+def state_file(config_dir: Path, *, state_path: str | None, namespace: str | None) -> Path:
+    """The state file of the project whose rocky.toml is in ``config_dir`` (the rule above), absolute.
 
     Raises:
-        UsageError: the namespace has characters other than letters, digits and ``_``.
+        UsageError: the namespace is not ``^[A-Za-z0-9_]+$`` (checked with ``--state-path`` too: the
+            namespace still names the project's remote state).
     """
+    check_namespace(namespace)
     if state_path:
         return Path.cwd() / Path(state_path).expanduser()
-    if namespace is not None:
-        if not _NAMESPACE.match(namespace):
-            raise UsageError(f"invalid --state-namespace '{namespace}': use letters, digits and _ only")
-        base = models_dir if models_dir is not None else config_dir
-        return base / NAMESPACE_DIR / f"{namespace}.db"
-    if models_dir is not None and models_dir.is_dir():
-        return models_dir / DEFAULT_FILE
-    return config_dir / DEFAULT_FILE
+    return store_file_in(state_base(Path(os.path.normpath(config_dir.absolute()))), namespace)
 
 
-def project_state_path(config_path: Path, state_path: str | None, namespace: str | None) -> Path:
-    """The state file of the project whose config is ``config_path``.
+def legacy_state_files(
+    config_dir: Path, models_dirs: Iterable[Path], namespace: str | None, current: Path
+) -> list[Path]:
+    """The stores found where an older engine put this project's store, other than ``current``.
 
-    A missing or invalid config is tolerated (an inspection command must still find the store): the
-    config directory is then ``config_path.parent`` and the models directory ``models`` beside it.
+    Args:
+        config_dir: the directory of rocky.toml.
+        models_dirs: the models directory of every transformation pipeline (each may have been the first
+            one when the old engine created the store).
+        namespace: ``--state-namespace``.
+        current: the file the rule gives today (never listed).
     """
-    config_dir, models_dir = _project_dirs(config_path)
-    return resolve_state_path(
-        config_dir=config_dir, models_dir=models_dir, state_path=state_path, namespace=namespace
-    )
-
-
-def _project_dirs(config_path: Path) -> tuple[Path, Path]:
-    config_dir = config_path.absolute().parent
-    fallback = (config_dir, config_dir / DEFAULT_MODELS_DIR)
-    if not config_path.is_file():
-        return fallback
-    from rocky_engine.config import TransformationPipeline, load_config
-
-    try:
-        config = load_config(config_path)
-    except RockyError:
-        # A config that does not load is reported by the commands that need it; finding the state
-        # file must not depend on it.
-        return fallback
-    root = Path(config.root)
-    for pipeline in config.pipelines.values():
-        if isinstance(pipeline, TransformationPipeline) and pipeline.models:
-            return root, root / models_dir_of_glob(pipeline.models)
-    return root, root / DEFAULT_MODELS_DIR
-
-
-def models_dir_of_glob(glob: str) -> Path:
-    """The models directory named by a ``models`` glob: its first path component.
-
-    ``models/**`` and ``models/staging/*.sql`` are ``models``; a glob that starts with a wildcard names no
-    directory and falls back to ``models``; an absolute glob keeps its leading wildcard-free components.
-    """
-    path = Path(glob)
-    parts: list[str] = []
-    for part in path.parts:
-        if _GLOB_CHARS & set(part):
-            break
-        parts.append(part)
-    if not path.is_absolute():
-        parts = parts[:1]
-    if not parts or (path.is_absolute() and len(parts) == 1):
-        return Path(DEFAULT_MODELS_DIR)
-    return Path(*parts)
+    found: list[Path] = []
+    for base in (config_dir, *models_dirs):
+        # normpath: ``models/../models/**`` names the current directory, not an old one
+        candidate = Path(os.path.normpath(store_file_in(base.absolute(), namespace)))
+        if candidate == current or candidate in found:
+            continue
+        if not (candidate.exists() or candidate.is_symlink()):
+            continue
+        if current.exists() and os.path.samefile(candidate, current):
+            continue  # the same file reached through a symlinked directory
+        found.append(candidate)
+    return found

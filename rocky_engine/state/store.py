@@ -324,7 +324,12 @@ class StateStore:
 # ---------------------------------------------------------------------- helpers
 
 
-def _acquire_lock(path: Path) -> int:
+def try_writer_lock(path: Path) -> int | None:
+    """Take the writer lock of the store at ``path`` without waiting: its fd, or None when another holds it.
+
+    Raises:
+        StateError: the lock file cannot be opened or locked (not merely busy).
+    """
     lock_file = lock_path_of(path)
     try:
         fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
@@ -334,10 +339,17 @@ def _acquire_lock(path: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise StateLockedError(path) from None
+        return None
     except OSError as exc:
         os.close(fd)
         raise StateError(f"cannot lock the state store lock file {lock_file}: {exc}") from exc
+    return fd
+
+
+def _acquire_lock(path: Path) -> int:
+    fd = try_writer_lock(path)
+    if fd is None:
+        raise StateLockedError(path)
     return fd
 
 
