@@ -26,7 +26,7 @@ def write_project(root: Path, *blocks: tuple[str, str]) -> Path:
     for name, directory in blocks:
         body += pipeline(name, f"{directory}/**")
         (root / directory).mkdir(parents=True, exist_ok=True)
-        (root / directory / f"{name}_t.sql").write_text(f"select 1 as x, timestamp '2026-01-01' as ts\n")
+        (root / directory / f"{name}_t.sql").write_text("select 1 as x, timestamp '2026-01-01' as ts\n")
         (root / directory / f"{name}_t.toml").write_text(INCREMENTAL)
     config = root / "rocky.toml"
     config.write_text(body)

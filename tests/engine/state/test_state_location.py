@@ -120,4 +120,5 @@ def test_legacy_namespaced_files(tmp_path: Path) -> None:
     (staging / ".rocky-state.db").write_bytes(b"")  # the default store is not the namespace's
     current = tmp_path / "models" / ".rocky-state" / "foo.db"
     assert legacy_state_files(tmp_path, [staging], "foo", current) == [staging / ".rocky-state" / "foo.db"]
-    assert legacy_state_files(tmp_path, [staging], "bar", tmp_path / "models" / ".rocky-state" / "bar.db") == []
+    other = tmp_path / "models" / ".rocky-state" / "bar.db"
+    assert legacy_state_files(tmp_path, [staging], "bar", other) == []

@@ -16,7 +16,7 @@ import pytest
 
 from rocky_engine.errors import StateError
 from rocky_engine.project import load_project
-from rocky_engine.state import RunRecord, StateStore, lock_path_of
+from rocky_engine.state import StateStore, lock_path_of
 from rocky_engine.state.relocate import settle_state_file
 from tests.fixtures.projects import Cli, run_rocky
 
