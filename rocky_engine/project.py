@@ -97,13 +97,14 @@ def _legacy_models_dirs(config_dir: Path, config: RockyConfig) -> list[Path]:
     """The models directory of every transformation pipeline: an older engine kept the store in the first
     one's (whichever came first when the store was created)."""
     from rocky_engine.config import TransformationPipeline
+
+    pipelines = config.pipelines.values()
+    globs = [p.models for p in pipelines if isinstance(p, TransformationPipeline) and p.models]
+    if not globs:
+        return []
     from rocky_engine.models.loader import models_base_dir
 
-    return [
-        models_base_dir(pipeline.models, config_dir)
-        for pipeline in config.pipelines.values()
-        if isinstance(pipeline, TransformationPipeline) and pipeline.models
-    ]
+    return [models_base_dir(glob, config_dir) for glob in globs]
 
 
 def project_state_file(

@@ -103,7 +103,10 @@ def open_state_waiting(project: Project, wait_secs: float, purpose: str) -> Sync
     warned = False
     while True:
         try:
-            return open_synced_store(project, on_newer="refuse")
+            return open_synced_store(
+                project.state_path(), project.config.state, namespace=project.state_namespace,
+                on_newer="refuse",
+            )
         except StateLockedError as exc:
             if time.monotonic() >= deadline:
                 raise
@@ -182,7 +185,8 @@ class _Run:
         plan = self.plan
         # On a remote backend the download brings the shared connector state, and the claim is taken on
         # the backend (atomic across machines); nothing is uploaded here.
-        with open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "claim the batch") as store:
+        synced = open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "claim the batch")
+        with synced as store:
             saved = ConnectorStateRepo(store).get(plan.name)
             self.seq = saved.commit_seq if saved is not None else 0
             self.info.commit_seq_before = self.info.commit_seq_after = self.seq
@@ -196,7 +200,7 @@ class _Run:
             self.key = claim_key(plan.name, self.seq)
             ttl = claim_ttl_hours(plan.limits.wall_time_secs, plan.config.retries)
             now = self.clock()
-            decision = store.idempotency.claim(self.key, self.run_id, now=now, ttl_hours=ttl)
+            decision = synced.idempotency.claim(self.key, self.run_id, now=now, ttl_hours=ttl)
             self.claim_expires = now + timedelta(hours=ttl)
             self.protected = ConnectorStateRepo(store).live_claim_run_ids(now) - {self.run_id}
         if decision.outcome == "skipped_in_flight":
@@ -227,8 +231,9 @@ class _Run:
     def _free_claim(self) -> None:
         self.claim_open = False
         try:
-            with open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "free the claim") as store:
-                store.idempotency.finalize(self.key, self.run_id, False, self.clock())
+            synced = open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "free the claim")
+            with synced:
+                synced.idempotency.finalize(self.key, self.run_id, False, self.clock())
         except RockyError as exc:
             log.error("connector %s: could not free claim %s (%s); it expires by itself", self.plan.name,
                       self.key, exc)
@@ -455,7 +460,7 @@ class _Run:
                 synced.upload()
                 status = synced.status
                 if status is None or status.uploaded:
-                    store.idempotency.finalize(self.key, self.run_id, True, now)
+                    synced.idempotency.finalize(self.key, self.run_id, True, now)
                 else:
                     log.warning("connector %s: the state was committed locally but not uploaded; the claim "
                                 "%s stays in flight on the backend, so after it expires the batch loads "

@@ -21,18 +21,20 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.errors import HookAbort
 from rocky_engine.hooks.event import ABORTABLE_EVENTS, HookEvent, rfc3339_now
 from rocky_engine.logs import get_logger
+from rocky_engine.state._time import rfc3339
 
 if TYPE_CHECKING:
     from rocky_engine.config import CommandHook, HookConfig, RockyConfig, WebhookHook
     from rocky_engine.hooks.commands import CommandOutcome
+    from rocky_engine.hooks.sink import EventSink
     from rocky_engine.hooks.webhooks import DeliveryOutcome
-    from rocky_engine.run.context import EventSink
 
 log = get_logger("hooks")
 
@@ -222,19 +224,22 @@ def build_event_sink(
     pipeline: str,
     *,
     environ: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> EventSink:
     """The event sink of one run: a :class:`HookDispatcher`, or a no-op sink when no hook is configured.
 
-    Also logs the hook warnings of loading (an unknown ``on_*`` key is skipped, and the run says so).
+    ``clock`` is the run's (events are stamped with it). Also logs the hook warnings of loading (an unknown
+    ``on_*`` key is skipped, and the run says so).
     """
     for warning in config.warnings:
         if "[hook" in warning:
             log.warning(warning)
     if config.hook.empty:
-        from rocky_engine.run.context import NullEventSink
+        from rocky_engine.hooks.sink import NullEventSink
 
         return NullEventSink()
     return HookDispatcher(
         config.hook, run_id=run_id, pipeline=pipeline, cwd=config.root,
         environ=os.environ if environ is None else environ,
+        clock=rfc3339_now if clock is None else (lambda: rfc3339(clock())),
     )

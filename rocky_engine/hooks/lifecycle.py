@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rocky_engine.errors import HookAbort
+from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
-from rocky_engine.run.context import EventSink
 from rocky_engine.run.output import RunOutput, TableError
 
 log = get_logger("hooks")

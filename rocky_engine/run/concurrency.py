@@ -26,12 +26,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
 from rocky_engine.adapters.base import Maintenance
 from rocky_engine.errors import AdapterError, HookAbort
 from rocky_engine.run.maintenance_gate import MaintenanceGate
+from rocky_engine.state._time import now_utc
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -127,10 +128,12 @@ def run_tables(
     on_done: Callable[[TaskResult[T]], None] | None = None,
     on_retry: Callable[[str, BaseException, int], None] | None = None,
     maintenance: Maintenance | None = None,
+    clock: Callable[[], datetime] = now_utc,
 ) -> tuple[TableRun[T], list[W]]:
     """Run ``task(name, worker)`` for every name; returns the run and the workers created (to close).
 
-    When ``maintenance`` is due no new table starts; it runs once the running ones finish.
+    When ``maintenance`` is due no new table starts; it runs once the running ones finish. ``clock``
+    (the run's) stamps each table's first start.
     """
     result: TableRun[T] = TableRun()
     queue: deque[tuple[str, int]] = deque((n, 1) for n in names)
@@ -142,7 +145,7 @@ def run_tables(
 
     def execute(name: str, attempt: int, worker: W) -> tuple[str, int, W, T | None, BaseException | None]:
         with lock:
-            first_start.setdefault(name, (datetime.now(UTC), time.perf_counter()))
+            first_start.setdefault(name, (clock(), time.perf_counter()))
         try:
             return name, attempt, worker, task(name, worker), None
         except BaseException as exc:  # contained per table, reported by the runner

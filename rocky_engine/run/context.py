@@ -3,48 +3,20 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from rocky_engine.hooks.sink import EventSink, NullEventSink
 from rocky_engine.run.interrupt import InterruptGuard
 from rocky_engine.run.options import RunOptions
+from rocky_engine.state._time import now_utc
 
 if TYPE_CHECKING:
     from rocky_engine.config import RockyConfig
     from rocky_engine.project import Project
     from rocky_engine.state.store import StateStore
-
-
-class EventSink(Protocol):
-    """Receives lifecycle events (CONTRACT section 9); the hooks subsystem implements it."""
-
-    def fire(
-        self,
-        event: str,
-        *,
-        model: str | None = None,
-        table: str | None = None,
-        error: str | None = None,
-        duration_ms: int | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None: ...
-
-
-class NullEventSink:
-    """Used when no hooks are configured."""
-
-    def fire(
-        self,
-        event: str,
-        *,
-        model: str | None = None,
-        table: str | None = None,
-        error: str | None = None,
-        duration_ms: int | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        return None
 
 
 @dataclass
@@ -61,6 +33,8 @@ class RunContext:
     #: ``--resume`` / ``--resume-latest``: the run resumed from, and the table keys it finished (skipped)
     resumed_from: str | None = None
     completed_keys: frozenset[str] = frozenset()
+    #: the run's clock (UTC): every timestamp a runner records or compares with comes from it
+    clock: Callable[[], datetime] = now_utc
 
     @property
     def config(self) -> RockyConfig:

@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Generic, TypeVar
 
 from rocky_engine.adapters.base import Maintenance, WarehouseSession
 from rocky_engine.run.maintenance_gate import MaintenanceGate
+from rocky_engine.state._time import now_utc
 
 T = TypeVar("T")
 
@@ -57,11 +58,12 @@ def run_dag(
     stop: threading.Event,
     on_done: Callable[[TaskOutcome[T]], None] | None = None,
     maintenance: Maintenance | None = None,
+    clock: Callable[[], datetime] = now_utc,
 ) -> DagResult[T]:
     """Execute ``task(name, session)`` for every name in ``order`` respecting ``depends_on``.
 
     ``depends_on`` may mention names outside ``order`` (already built, e.g. with ``--model``); those
-    edges are ignored.
+    edges are ignored. ``clock`` (the run's) stamps each task's ``started_at``.
     """
     names = set(order)
     position = {name: i for i, name in enumerate(order)}
@@ -78,7 +80,7 @@ def run_dag(
     free = list(sessions)
 
     def execute(name: str, session: WarehouseSession) -> TaskOutcome[T]:
-        started = datetime.now(UTC)
+        started = clock()
         t0 = time.perf_counter()
         try:
             value = task(name, session)

@@ -188,7 +188,9 @@ def execute_load(
 
     # On a remote [state] backend the store is downloaded into first and uploaded after, like a run, so
     # loaded_files is never lost to the next run's download.
-    synced = open_synced_store(project, on_newer=on_newer)
+    synced = open_synced_store(
+        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer=on_newer
+    )
     with synced as store, InterruptGuard() as guard:
         if not files:
             log.warning("load pipeline '%s': no files to load in %s", name, source_dir)

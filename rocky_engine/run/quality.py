@@ -10,7 +10,6 @@ a table that could not be checked at all, sets ``check_gate_failed`` and makes t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
@@ -144,7 +143,8 @@ class QualityRunner:
             self._record(done, by_key[done.name], out, outcomes)
 
         try:
-            run_dag([t.key for t in tasks], {}, task, sessions, stop=ctx.guard.stop, on_done=on_done)
+            run_dag([t.key for t in tasks], {}, task, sessions, stop=ctx.guard.stop, on_done=on_done,
+                    clock=ctx.clock)
         finally:
             if parallel > 1:
                 for session in sessions:
@@ -157,7 +157,7 @@ class QualityRunner:
                 "freshness is configured but no checked table has the column '%s'; freshness skipped",
                 ts_column,
             )
-        ctx.store.checks.record_many(all_records(ctx.run_id, outcomes), now=datetime.now(UTC))
+        ctx.store.checks.record_many(all_records(ctx.run_id, outcomes), now=ctx.clock())
         ctx.events.fire("after_checks", metadata={"tables": len(tasks), "failed": len(out.errors)})
         return self._finish(out, pipeline, outcomes, unchecked, parallel)
 
@@ -193,7 +193,7 @@ class QualityRunner:
             ctx.log.error("checking %s failed (%s): %s", task.key, kind, message)
             status, rows = "failed", None
         self.executions.append(ModelExecution(
-            model_name=task.key, started_at=done.started_at, finished_at=datetime.now(UTC),
+            model_name=task.key, started_at=done.started_at, finished_at=ctx.clock(),
             duration_ms=done.duration_ms, rows_affected=rows, status=status,
         ))
 

@@ -24,7 +24,6 @@ orchestrator.md). Warning-severity failures are advisory.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
@@ -170,7 +169,8 @@ class ReplicationRunner:
         if done:
             # Carried over, so resuming this run in turn skips them too.
             ctx.store.progress.record_many(
-                ctx.run_id, [ProgressEntry(t.key, SUCCESS) for t in done], pipeline=ctx.pipeline_name
+                ctx.run_id, [ProgressEntry(t.key, SUCCESS) for t in done], pipeline=ctx.pipeline_name,
+                now=ctx.clock(),
             )
         ctx.log.info("resuming %s: %d table(s) already finished are skipped", ctx.resumed_from, len(done))
         return [t for t in tables if t.key not in ctx.completed_keys]
@@ -214,7 +214,8 @@ class ReplicationRunner:
         workers: list[Worker] = []
         try:
             run, workers = run_tables(order, task, new_worker, limit, rules, stop=ctx.guard.stop,
-                                      on_done=on_done, on_retry=on_retry, maintenance=target.maintenance())
+                                      on_done=on_done, on_retry=on_retry, maintenance=target.maintenance(),
+                                      clock=ctx.clock)
         finally:
             progress.close()
             try:
@@ -283,7 +284,7 @@ class ReplicationRunner:
                 ignore_columns=[m.name for m in pipeline.metadata_columns],
             ),
             baseline=self.ctx.store.checks.row_count_baseline,
-            now=datetime.now(UTC),
+            now=self.ctx.clock(),
         )
         self.ctx.events.fire("after_checks", table=item.plan.key,
                              metadata={"failed": len(outcome.failed())})
@@ -299,7 +300,7 @@ class ReplicationRunner:
         book = self._book
         assert book is not None
         plan = item.plan
-        finished = datetime.now(UTC)
+        finished = ctx.clock()
         rows: int | None = None
         if outcome.ok and outcome.value is not None:
             copied = outcome.value
@@ -366,7 +367,9 @@ class ReplicationRunner:
             return
         from rocky_engine.checks.history import all_records
 
-        self.ctx.store.checks.record_many(all_records(self.ctx.run_id, self._check_outcomes))
+        self.ctx.store.checks.record_many(
+            all_records(self.ctx.run_id, self._check_outcomes), now=self.ctx.clock()
+        )
 
     def _finish(
         self, pipeline: ReplicationPipeline, out: RunOutput, concurrency: int, not_run: int

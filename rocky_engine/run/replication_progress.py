@@ -81,8 +81,9 @@ class ProgressBook:
         entries, marks = self._ready, self._ready_marks
         self._ready, self._ready_marks = [], {}
         with ctx.store.transaction():
-            ctx.store.progress.record_many(ctx.run_id, entries, pipeline=ctx.pipeline_name)
-            ctx.store.watermarks.set_many(marks)
+            now = ctx.clock()
+            ctx.store.progress.record_many(ctx.run_id, entries, pipeline=ctx.pipeline_name, now=now)
+            ctx.store.watermarks.set_many(marks, now=now)
         self._last_flush = time.perf_counter()
 
     def close(self) -> None:

@@ -1,9 +1,19 @@
 """The one code path that runs a pipeline, whoever asked (CLI, scheduler child, server job).
 
-Picks the pipeline, opens the state store as the single writer, claims the idempotency key (a skip
-returns before any record or hook; see ``run.idempotency``), resolves ``--resume`` (``run.resume``), runs
-the pipeline's runner under the interrupt guard, writes the run record in one transaction, and finalizes
-the key on every exit path.
+:func:`execute_run` is the order; :class:`RunSteps` holds one method per step:
+
+1. ``open_store``: the run's writer store (downloaded into on a remote ``[state]``); a run racing the
+   holder of the same idempotency key reports the skip instead of the lock (``run.idempotency``);
+2. ``claim``: mint the run id and claim the key (a skip returns here: no run record, no hooks);
+3. ``run``: resolve ``--resume``, build the context and the runner, run it between ``pipeline_start``
+   and the runner's own events, under the interrupt guard;
+4. ``record``: the run record, in one transaction;
+5. ``finalize``: close the key's claim, on every exit path of a run that claimed one;
+6. ``upload``: the state to the remote backend, only for a run that recorded itself;
+7. ``report``: after the store is closed: the interrupt line, the completion hooks, the Pipes report.
+
+Steps 3 to 7 share a :class:`RunOutcome`: ``run`` fills it, the later steps only read it, so what a run
+records, finalizes, uploads and prints is decided in one place.
 """
 
 from __future__ import annotations
@@ -11,21 +21,28 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Literal, Protocol
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from rocky_engine.errors import AdapterError, StateError, StateLockedError, UsageError
+from rocky_engine.errors import AdapterError, RockyError, StateError, StateLockedError, UsageError
 from rocky_engine.hooks.lifecycle import finish_run, run_with_hooks
+from rocky_engine.hooks.sink import EventSink, NullEventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
 from rocky_engine.run import idempotency
-from rocky_engine.run.context import EventSink, NullEventSink, RunContext
+from rocky_engine.run.context import RunContext
 from rocky_engine.run.interrupt import InterruptGuard
 from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput, TableError
 from rocky_engine.run.records import build_run_record
 from rocky_engine.run.resume import resolve_resume
+from rocky_engine.state._time import now_utc
 from rocky_engine.state.runs import ModelExecution
+
+if TYPE_CHECKING:
+    from rocky_engine.state.remote.sync import SyncedStore
+    from rocky_engine.state.store import StateStore
 
 #: pipeline type -> "module:Class" implementing PipelineRunner
 RUNNERS: dict[str, str] = {
@@ -60,6 +77,281 @@ def choose_pipeline(project: Project, requested: str | None) -> str:
     return names[0]
 
 
+def execute_run(
+    project: Project,
+    options: RunOptions,
+    *,
+    clock: Callable[[], datetime] = now_utc,
+    events: EventSink | None = None,
+) -> RunOutput:
+    """Run one pipeline and record it: the steps of the module docstring, in this order.
+
+    Args:
+        clock: the run's clock (UTC); the runners and their hooks read every timestamp from it.
+        events: the event sink (default: the project's hooks).
+    """
+    run = RunSteps(project, options, clock=clock, events=events)
+    skipped = run.open_store()
+    if skipped is not None:
+        return skipped
+    with run.synced as store, InterruptGuard() as guard:
+        skipped = run.claim(store)
+        if skipped is not None:
+            return skipped  # no run record, no hooks (CONTRACT section 3)
+        try:
+            run.run(store, guard)
+            run.record(store)
+        finally:
+            run.finalize()  # every exit path; the run's own error, if any, still propagates
+        run.upload()  # only a run that recorded itself: a skip or an error never overwrites remote state
+    return run.report()  # the store is closed: a completion hook may itself call rocky
+
+
+@dataclass
+class RunOutcome:
+    """What one run came to; ``run`` fills it and every later step reads it."""
+
+    run_id: str
+    #: the runner's result, completed with the run's id, duration, key and interrupt flag
+    output: RunOutput | None = None
+    executions: list[ModelExecution] = field(default_factory=list)
+    #: the run record is written (the upload and the completion hooks may follow)
+    recorded: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        """What the idempotency key is finalized as: only an uninterrupted ``Success`` is done."""
+        out = self.output
+        return out is not None and out.status == "Success" and not out.interrupted
+
+
+class RunSteps:
+    """The steps of one run (see the module docstring); build it, then call them as ``execute_run`` does.
+
+    Building it checks the request before anything opens: the pipeline exists (or is the only one), the
+    flags fit its type, and ``--idempotency-key`` is not combined with a resume.
+    """
+
+    synced: SyncedStore
+    outcome: RunOutcome
+    guard: InterruptGuard
+
+    def __init__(
+        self,
+        project: Project,
+        options: RunOptions,
+        *,
+        clock: Callable[[], datetime] = now_utc,
+        events: EventSink | None = None,
+    ) -> None:
+        self.project = project
+        self.options = options
+        self.clock = clock
+        self.log = get_logger("run")
+        self.name = choose_pipeline(project, options.pipeline)
+        self.pipeline_type: str = project.config.pipeline(self.name).type
+        _check_flags(self.name, self.pipeline_type, options)
+        self.runner_cls = _runner_class(self.pipeline_type)
+        self.on_newer: Literal["recreate", "refuse"] = (
+            "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
+        )
+        self.t0 = time.perf_counter()
+        self.started_at = clock()
+        self.key = options.idempotency_key
+        self._given_events = events
+        #: the run's sink; the project's hooks once ``run`` has built it
+        self.events: EventSink = NullEventSink()
+        self.claimed = False
+
+    # 1 ------------------------------------------------------------------------------------------------
+
+    def open_store(self) -> RunOutput | None:
+        """Open the writer store into ``synced``; or the skip of a run racing the holder of its key.
+
+        Raises:
+            StateLockedError: another writer holds the store (and the key, if any, does not say skip).
+        """
+        from rocky_engine.state.remote.sync import open_synced_store
+
+        project = self.project
+        try:
+            self.synced = open_synced_store(
+                project.state_path(), project.config.state, namespace=project.state_namespace,
+                on_newer=self.on_newer,
+            )
+        except StateLockedError:
+            if not self.key:
+                raise
+            decision = idempotency.peek_while_locked(
+                project.state_path(reading=True), self.key, project.config.state.idempotency, self.clock,
+                self.on_newer,
+            )
+            if decision is None:
+                raise
+            self.log.info("idempotency key '%s' is held by %s; skipping (%s)", self.key,
+                          decision.skipped_by_run_id, decision.skip_status)
+            return idempotency.skipped_output(decision, self.key, self.pipeline_type)
+        return None
+
+    # 2 ------------------------------------------------------------------------------------------------
+
+    def claim(self, store: StateStore) -> RunOutput | None:
+        """Mint the run id and claim the idempotency key; the skip's output when the key says so."""
+        self.outcome = RunOutcome(run_id=store.runs.new_run_id(self.started_at))
+        if not self.key:
+            return None
+        decision = idempotency.claim(
+            self.synced.idempotency, self.key, self.outcome.run_id, self.project.config.state.idempotency,
+            self.clock(),
+        )
+        if not decision.proceed:
+            self.log.info("idempotency key '%s' already handled by %s; skipping (%s)",
+                          self.key, decision.skipped_by_run_id, decision.skip_status)
+            return idempotency.skipped_output(decision, self.key, self.pipeline_type)
+        self.claimed = True
+        if decision.adopted:
+            self.log.warning(
+                "idempotency key '%s': the in-flight claim of %s expired; this run takes it over",
+                self.key, decision.previous_run_id,
+            )
+        return None
+
+    # 3 ------------------------------------------------------------------------------------------------
+
+    def run(self, store: StateStore, guard: InterruptGuard) -> None:
+        """Run the pipeline's runner (``pipeline_start`` first; a hook abort there is a recorded Failure,
+        other errors fire ``pipeline_error`` and propagate) and complete ``outcome.output``."""
+        self.guard = guard
+        run_id = self.outcome.run_id
+        resume = resolve_resume(store, self.options, self.name, self.pipeline_type, self.log)
+        if self._given_events is not None:
+            self.events = self._given_events
+        else:
+            self.events = _event_sink(self.project, run_id, self.name, self.clock)
+        ctx = RunContext(
+            project=self.project,
+            pipeline_name=self.name,
+            options=self.options,
+            store=store,
+            run_id=run_id,
+            started_at=self.started_at,
+            guard=guard,
+            log=self.log,
+            events=self.events,
+            resumed_from=resume.run_id if resume else None,
+            completed_keys=resume.completed if resume else frozenset(),
+            clock=self.clock,
+        )
+        runner = self.runner_cls(ctx)
+        try:
+            out = run_with_hooks(self.events, runner.run, self.pipeline_type)
+        except AdapterError as exc:
+            # The warehouse could not be reached or refused the run before any table ran: still a run
+            # (JSON on stdout, a run record saying what happened), not a bare error line.
+            self.log.error("run %s failed before any table ran: %s", run_id, exc)
+            out = RunOutput(
+                pipeline_type=self.pipeline_type,
+                status="Failure",
+                errors=[TableError(asset_key=[], error=str(exc), failure_kind=exc.failure_kind)],
+            )
+        out.run_id = run_id
+        out.filter = self.options.filter or ""
+        out.duration_ms = int((time.perf_counter() - self.t0) * 1000)
+        out.idempotency_key = self.key
+        if guard.stop.is_set():
+            out.interrupted = True
+        self.outcome.output = out
+        self.outcome.executions = runner.executions
+
+    # 4 ------------------------------------------------------------------------------------------------
+
+    def record(self, store: StateStore) -> None:
+        """Write the run record (one transaction)."""
+        out = self.outcome.output
+        assert out is not None, "record follows a run that returned"
+        store.runs.insert(build_run_record(
+            run_id=self.outcome.run_id,
+            pipeline=self.name,
+            out=out,
+            started_at=self.started_at,
+            finished_at=self.clock(),
+            trigger=self.options.trigger,
+            submission_id=self.options.submission_id,
+            config_hash=self.project.config.config_hash,
+            executions=self.outcome.executions,
+        ))
+        self.outcome.recorded = True
+
+    # 5 ------------------------------------------------------------------------------------------------
+
+    def finalize(self) -> None:
+        """Close the key's claim (succeeded or failed, per ``outcome``); a failure here is logged, never
+        allowed to hide the run's own outcome or error."""
+        if not self.claimed:
+            return
+        assert self.key is not None
+        try:
+            idempotency.finalize(
+                self.synced.idempotency, self.key, self.outcome.run_id, self.outcome.succeeded, self.clock()
+            )
+        except StateError as exc:
+            self.log.error("could not finalize idempotency key '%s': %s", self.key, exc)
+
+    # 6 ------------------------------------------------------------------------------------------------
+
+    def upload(self) -> None:
+        """Upload the state (a no-op on the local backend) and fire ``state_synced`` when it landed.
+
+        Raises:
+            RemoteConflictError / RemoteStateError: see ``SyncedStore.upload``.
+        """
+        t0 = time.perf_counter()
+        if not self.synced.upload():
+            return
+        status = self.synced.status
+        assert status is not None
+        try:
+            self.events.fire(
+                "state_synced",
+                duration_ms=int((time.perf_counter() - t0) * 1000),
+                metadata={"backend": status.backend, "location": status.location,
+                          "generation": status.upload_generation, "previous_generation": status.generation},
+            )
+        except RockyError as exc:  # the state is uploaded; a hook cannot undo that
+            self.log.warning(f"a state_synced hook failed: {exc}")
+
+    # 7 ------------------------------------------------------------------------------------------------
+
+    def report(self) -> RunOutput:
+        """Say how the run ended: the interrupt line, ``pipeline_complete`` / ``pipeline_error``, and the
+        Dagster Pipes report (a no-op outside Pipes); returns the run's output."""
+        out = self.outcome.output
+        assert out is not None, "report follows a run that returned"
+        if out.interrupted:
+            self.log.warning("run %s interrupted by %s; recorded as %s", self.outcome.run_id,
+                             self.guard.signal_name or "signal", out.status)
+        finish_run(self.events, out)
+        from rocky_engine.run.pipes_report import report_to_pipes
+
+        report_to_pipes(out)
+        return out
+
+
+def _check_flags(name: str, pipeline_type: str, options: RunOptions) -> None:
+    if options.filter and pipeline_type != "replication":
+        # Ignored silently, a filter would rebuild everything the user meant to narrow down.
+        also = " or use --model NAME to run one model" if pipeline_type == "transformation" else ""
+        raise UsageError(
+            f"--filter applies to replication pipelines; '{name}' is a {pipeline_type} pipeline",
+            hint=f"drop --filter{also}",
+        )
+    if options.idempotency_key and (options.resume or options.resume_latest):
+        raise UsageError(
+            "--idempotency-key cannot be combined with --resume/--resume-latest",
+            hint="drop one of them: a resume is a new attempt of a specific run, a key dedupes runs",
+        )
+
+
 def _runner_class(pipeline_type: str) -> Callable[[RunContext], PipelineRunner]:
     target = RUNNERS.get(pipeline_type)
     if target is None:
@@ -75,7 +367,7 @@ def _runner_class(pipeline_type: str) -> Callable[[RunContext], PipelineRunner]:
     return cls
 
 
-def _event_sink(project: Project, run_id: str, pipeline: str) -> EventSink:
+def _event_sink(project: Project, run_id: str, pipeline: str, clock: Callable[[], datetime]) -> EventSink:
     """The run's hook dispatcher; without hooks (or hook warnings to log) the dispatcher is not even
     imported, which keeps ``subprocess`` and the hook machinery off the start-up path."""
     config = project.config
@@ -83,131 +375,4 @@ def _event_sink(project: Project, run_id: str, pipeline: str) -> EventSink:
         return NullEventSink()
     from rocky_engine.hooks.dispatcher import build_event_sink
 
-    return build_event_sink(config, run_id, pipeline)
-
-
-def execute_run(
-    project: Project,
-    options: RunOptions,
-    *,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    events: EventSink | None = None,
-) -> RunOutput:
-    """Run one pipeline and record it."""
-    from rocky_engine.state.remote.sync import open_synced_store
-
-    log = get_logger("run")
-    name = choose_pipeline(project, options.pipeline)
-    pipeline = project.config.pipeline(name)
-    if options.filter and pipeline.type != "replication":
-        # Ignored silently, a filter would rebuild everything the user meant to narrow down.
-        also = " or use --model NAME to run one model" if pipeline.type == "transformation" else ""
-        raise UsageError(
-            f"--filter applies to replication pipelines; '{name}' is a {pipeline.type} pipeline",
-            hint=f"drop --filter{also}",
-        )
-    runner_cls = _runner_class(pipeline.type)
-    on_newer: Literal["recreate", "refuse"] = (
-        "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
-    )
-    t0 = time.perf_counter()
-    started_at = clock()
-    key = options.idempotency_key
-    if key and (options.resume or options.resume_latest):
-        raise UsageError(
-            "--idempotency-key cannot be combined with --resume/--resume-latest",
-            hint="drop one of them: a resume is a new attempt of a specific run, a key dedupes runs",
-        )
-    try:
-        # The local writer store; on a remote [state] backend, downloaded into before the run.
-        synced = open_synced_store(project, on_newer=on_newer)
-    except StateLockedError:
-        # A run racing the same key: report the skip its claim would have produced, not the lock.
-        if not key:
-            raise
-        skip = idempotency.peek_while_locked(
-            project.state_path(reading=True), key, project.config.state.idempotency, clock, on_newer
-        )
-        if skip is None:
-            raise
-        log.info("idempotency key '%s' is held by %s; skipping (%s)", key, skip[1], skip[0])
-        return idempotency.skipped_output(skip[0], key, skip[1], pipeline.type)
-    with synced as store, InterruptGuard() as guard:
-        run_id = store.runs.new_run_id(started_at)
-        if key:
-            decision = idempotency.claim(store, key, run_id, project.config.state.idempotency, clock())
-            if not decision.proceed:
-                # A skip writes no run record and fires no hooks (CONTRACT section 3).
-                log.info("idempotency key '%s' already handled by %s; skipping (%s)",
-                         key, decision.skipped_by_run_id, decision.skip_status)
-                status = decision.skip_status or "SkippedIdempotent"
-                return idempotency.skipped_output(status, key, decision.skipped_by_run_id, pipeline.type)
-            if decision.adopted:
-                log.warning("idempotency key '%s': the in-flight claim of %s expired; this run takes it over",
-                            key, decision.previous_run_id)
-        out: RunOutput | None = None
-        try:
-            resume = resolve_resume(store, options, name, pipeline.type, log)
-            sink = events or _event_sink(project, run_id, name)
-            ctx = RunContext(
-                project=project,
-                pipeline_name=name,
-                options=options,
-                store=store,
-                run_id=run_id,
-                started_at=started_at,
-                guard=guard,
-                log=log,
-                events=sink,
-                resumed_from=resume.run_id if resume else None,
-                completed_keys=resume.completed if resume else frozenset(),
-            )
-            runner = runner_cls(ctx)
-            # pipeline_start first; a hook abort becomes a recorded Failure, other errors fire pipeline_error.
-            try:
-                out = run_with_hooks(sink, runner.run, pipeline.type)
-            except AdapterError as exc:
-                # The warehouse could not be reached or refused the run before any table ran: still a
-                # run (JSON on stdout, a run record saying what happened), not a bare error line.
-                log.error("run %s failed before any table ran: %s", run_id, exc)
-                out = RunOutput(
-                    pipeline_type=pipeline.type,
-                    status="Failure",
-                    errors=[TableError(asset_key=[], error=str(exc), failure_kind=exc.failure_kind)],
-                )
-            out.run_id = run_id
-            out.filter = options.filter or ""
-            out.duration_ms = int((time.perf_counter() - t0) * 1000)
-            out.idempotency_key = key
-            if guard.stop.is_set():
-                out.interrupted = True
-            record = build_run_record(
-                run_id=run_id,
-                pipeline=name,
-                out=out,
-                started_at=started_at,
-                finished_at=clock(),
-                trigger=options.trigger,
-                submission_id=options.submission_id,
-                config_hash=project.config.config_hash,
-                executions=runner.executions,
-            )
-            store.runs.insert(record)
-        finally:
-            if key:
-                try:
-                    idempotency.finalize(store, key, run_id, out, clock())
-                except StateError as exc:  # never hide the run's own outcome or error behind this one
-                    log.error("could not finalize idempotency key '%s': %s", key, exc)
-        # Only a run that recorded itself uploads (a skip or an error never overwrites remote state).
-        synced.upload(sink)
-    if out.interrupted:
-        log.warning("run %s interrupted by %s; recorded as %s", run_id, guard.signal_name or "signal",
-                    out.status)
-    # After the store is closed: a completion hook may itself call rocky (brief, another run).
-    finish_run(sink, out)
-    # Under Dagster Pipes (RockyResource.run_pipes) report materializations and checks; a no-op otherwise.
-    from rocky_engine.run.pipes_report import report_to_pipes
-
-    report_to_pipes(out)
-    return out
+    return build_event_sink(config, run_id, pipeline, clock=clock)

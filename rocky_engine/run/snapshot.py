@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, quote_ident
@@ -93,7 +93,7 @@ class SnapshotRunner:
         tgt = pipeline.target
         asset = [tgt.catalog, tgt.schema_, tgt.table]
         qualified = adapter.qualified(tgt.schema_, tgt.table, tgt.catalog)
-        started = datetime.now(UTC)
+        started = ctx.clock()
         t0 = time.perf_counter()
         ctx.events.fire("before_materialize", table=tgt.full_name)
         try:
@@ -159,13 +159,13 @@ class SnapshotRunner:
             ctx.events.fire("anomaly_detected", table=key, metadata=anomaly.wire())
         for check in outcome.failed():
             ctx.log.warning("check %s failed on %s (advisory on snapshot runs)", check.get("name"), key)
-        ctx.store.checks.record_many(check_records(ctx.run_id, key, outcome))
+        ctx.store.checks.record_many(check_records(ctx.run_id, key, outcome), now=ctx.clock())
 
     def _execution(
         self, tgt: TableRef, started: datetime, duration: int, rows: int | None, status: str
     ) -> None:
         self.executions.append(ModelExecution(
-            model_name=tgt.full_name, started_at=started, finished_at=datetime.now(UTC),
+            model_name=tgt.full_name, started_at=started, finished_at=self.ctx.clock(),
             duration_ms=duration, rows_affected=rows, status=status,
         ))
 

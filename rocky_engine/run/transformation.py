@@ -9,7 +9,6 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 from __future__ import annotations
 
 import difflib
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
@@ -184,7 +183,7 @@ class TransformationRunner:
         try:
             result = run_dag(
                 runnable, deps, task, sessions, stop=ctx.guard.stop, on_done=on_done,
-                maintenance=adapter.maintenance(),
+                maintenance=adapter.maintenance(), clock=ctx.clock,
             )
         finally:
             progress.close()
@@ -216,7 +215,7 @@ class TransformationRunner:
             if m.metadata.watermark is not None
         }
         if watermarks:
-            ctx.store.watermarks.set_many(watermarks)
+            ctx.store.watermarks.set_many(watermarks, now=ctx.clock())
         from rocky_engine.run.transformation_checks import checks_active
 
         if checks_active(ctx.pipeline.checks) and out.materializations and not out.interrupted:
@@ -265,7 +264,7 @@ class TransformationRunner:
         name = outcome.name
         target = targets[name]
         model = model_set.models[name]
-        finished = datetime.now(UTC)
+        finished = self.ctx.clock()
         ctx = self.ctx
         if outcome.ok and outcome.value is not None:
             out.materializations.append(

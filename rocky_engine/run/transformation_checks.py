@@ -12,7 +12,6 @@ checks never reaches this module, so it costs nothing per model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.checks.history import all_records
@@ -88,14 +87,14 @@ def run_model_checks(
                 timestamp_column=item.timestamp_column,
             ),
             baseline=baseline,
-            now=datetime.now(UTC),
+            now=ctx.clock(),
         )
         if not outcome.result.checks:
             continue  # e.g. only assertions on other models: nothing to report for this one
         outcomes.append((key, outcome))
         _report(ctx, item, outcome, out)
     if outcomes:
-        ctx.store.checks.record_many(all_records(ctx.run_id, outcomes))
+        ctx.store.checks.record_many(all_records(ctx.run_id, outcomes), now=ctx.clock())
     failed = sum(1 for _, o in outcomes if o.failed())
     ctx.events.fire("after_checks", metadata={"tables": len(outcomes), "failed": failed})
     gate = [key for key, o in outcomes if o.error_failed()]

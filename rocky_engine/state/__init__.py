@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rocky_engine.state.check_history import CheckRecord
-    from rocky_engine.state.idempotency import ClaimDecision
+    from rocky_engine.state.idempotency_decision import ClaimDecision
     from rocky_engine.state.location import state_file
     from rocky_engine.state.progress import ProgressEntry
     from rocky_engine.state.runs import ModelExecution, RunRecord, format_run_id, trigger_from_env
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "CheckRecord": "check_history",
-    "ClaimDecision": "idempotency",
+    "ClaimDecision": "idempotency_decision",
     "state_file": "location",
     "ProgressEntry": "progress",
     "ModelExecution": "runs",

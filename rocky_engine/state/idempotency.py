@@ -1,73 +1,51 @@
-"""Idempotency keys (CONTRACT section 3 "Idempotency"): a run claims its key before doing any work.
+"""Idempotency keys in the local store (CONTRACT section 3 "Idempotency"): a run claims its key before
+doing any work.
 
-Claiming is one ``BEGIN IMMEDIATE`` transaction, so two processes that race on the same key see each
-other's claim: exactly one proceeds.
-
-=====================  ===================  ==================================
-entry                  dedup_on = success   dedup_on = any
-=====================  ===================  ==================================
-none                   claim, proceed       claim, proceed
-succeeded              skip (Idempotent)    skip (Idempotent)
-failed                 re-claim, proceed    skip (Idempotent)
-in_flight, live        skip (InFlight)      skip (InFlight)
-in_flight, expired     adopt, proceed       adopt, proceed
-=====================  ===================  ==================================
+Claiming is one ``BEGIN IMMEDIATE`` transaction that reads the entry, asks the decision table
+(``state.idempotency_decision.decide``) and writes the claim, so two processes that race on the same key
+see each other's claim: exactly one proceeds. On a remote backend the claim is taken there instead
+(``state.remote.claims.RemoteIdempotency``); both are an :class:`IdempotencyBackend`, and the caller is
+handed the one to use (``SyncedStore.idempotency``).
 
 A skip writes no run record and fires no hooks; the runner finalizes the claim on every exit path.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Protocol
 
-from rocky_engine.state._time import from_db, from_db_opt, to_db, utc
+from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
+from rocky_engine.state.idempotency_decision import (
+    FAILED,
+    IN_FLIGHT,
+    SUCCEEDED,
+    ClaimDecision,
+    ClaimOutcome,
+    DedupOn,
+    IdempotencyEntry,
+    decide,
+)
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from rocky_engine.state.store import StateStore
 
-DedupOn = Literal["success", "any"]
-ClaimOutcome = Literal["claimed", "reclaimed", "adopted", "skipped_idempotent", "skipped_in_flight"]
-
-IN_FLIGHT = "in_flight"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
+__all__ = [
+    "FAILED", "IN_FLIGHT", "SUCCEEDED", "ClaimDecision", "ClaimOutcome", "DedupOn", "IdempotencyBackend",
+    "IdempotencyEntry", "IdempotencyRepo",
+]
 
 
-@dataclass(frozen=True)
-class ClaimDecision:
-    """What a run does with its idempotency key."""
+class IdempotencyBackend(Protocol):
+    """Where a run's idempotency key is claimed and finalized: the local store or a remote backend."""
 
-    proceed: bool
-    outcome: ClaimOutcome
-    #: The run that holds (or held) the key when this run skips.
-    skipped_by_run_id: str | None = None
-    #: True when an expired in-flight claim was taken over (log a warning: its run may have died midway).
-    adopted: bool = False
-    #: The run whose failed or expired claim this run took over.
-    previous_run_id: str | None = None
+    def claim(
+        self, key: str, run_id: str, *, now: datetime, ttl_hours: float, dedup_on: DedupOn = "success"
+    ) -> ClaimDecision: ...
 
-    @property
-    def skip_status(self) -> str | None:
-        """The run status of a skip (``SkippedIdempotent`` / ``SkippedInFlight``), ``None`` to proceed."""
-        if self.outcome == "skipped_idempotent":
-            return "SkippedIdempotent"
-        if self.outcome == "skipped_in_flight":
-            return "SkippedInFlight"
-        return None
-
-
-@dataclass(frozen=True)
-class IdempotencyEntry:
-    """One stored key."""
-
-    key: str
-    state: str
-    run_id: str
-    claimed_at: datetime
-    expires_at: datetime
-    finished_at: datetime | None
+    def finalize(self, key: str, run_id: str, succeeded: bool, now: datetime) -> bool: ...
 
 
 class IdempotencyRepo:
@@ -88,39 +66,13 @@ class IdempotencyRepo:
             ttl_hours: how long an in-flight claim holds before another run may adopt it.
             dedup_on: ``"success"`` lets a failed key run again; ``"any"`` treats a failure as done.
         """
-        if dedup_on not in ("success", "any"):
-            raise ValueError(f"dedup_on must be 'success' or 'any', not {dedup_on!r}")
-        if ttl_hours <= 0:
-            raise ValueError(f"ttl_hours must be positive, not {ttl_hours}")
+        check_ttl(ttl_hours)
         moment = utc(now)
-        claimed_at = to_db(moment)
-        expires_at = to_db(moment + timedelta(hours=ttl_hours))
         with self._store.transaction() as conn:
-            row = conn.execute(
-                "SELECT state, run_id, expires_at FROM idempotency_keys WHERE key = ?", (key,)
-            ).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO idempotency_keys (key, state, run_id, claimed_at, expires_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (key, IN_FLIGHT, run_id, claimed_at, expires_at),
-                )
-                return ClaimDecision(proceed=True, outcome="claimed")
-            state, holder = str(row["state"]), str(row["run_id"])
-            if state == SUCCEEDED or (state == FAILED and dedup_on == "any"):
-                return ClaimDecision(proceed=False, outcome="skipped_idempotent", skipped_by_run_id=holder)
-            if state == IN_FLIGHT and moment < from_db(row["expires_at"]):
-                return ClaimDecision(proceed=False, outcome="skipped_in_flight", skipped_by_run_id=holder)
-            # A failed key under "success", or an in-flight claim whose run outlived the TTL (it died,
-            # or hangs): take it over.
-            conn.execute(
-                "UPDATE idempotency_keys SET state = ?, run_id = ?, claimed_at = ?, expires_at = ?, "
-                "finished_at = NULL WHERE key = ?",
-                (IN_FLIGHT, run_id, claimed_at, expires_at, key),
-            )
-            if state == IN_FLIGHT:
-                return ClaimDecision(proceed=True, outcome="adopted", adopted=True, previous_run_id=holder)
-            return ClaimDecision(proceed=True, outcome="reclaimed", previous_run_id=holder)
+            decision = decide(_entry(conn.execute(_SELECT, (key,)).fetchone()), dedup_on, moment)
+            if decision.proceed:
+                self._put(conn, in_flight_claim(key, run_id, moment, ttl_hours))
+            return decision
 
     def finalize(self, key: str, run_id: str, succeeded: bool, now: datetime) -> bool:
         """Close ``run_id``'s claim as succeeded or failed.
@@ -136,17 +88,23 @@ class IdempotencyRepo:
             return cursor.rowcount > 0
 
     def get(self, key: str) -> IdempotencyEntry | None:
-        rows = self._store.query(
-            "SELECT key, state, run_id, claimed_at, expires_at, finished_at FROM idempotency_keys "
-            "WHERE key = ?",
-            (key,),
-        )
-        if not rows:
-            return None
-        r = rows[0]
-        return IdempotencyEntry(
-            key=r["key"], state=r["state"], run_id=r["run_id"], claimed_at=from_db(r["claimed_at"]),
-            expires_at=from_db(r["expires_at"]), finished_at=from_db_opt(r["finished_at"]),
+        rows = self._store.query(_SELECT, (key,))
+        return _entry(rows[0]) if rows else None
+
+    def put(self, entry: IdempotencyEntry) -> None:
+        """Store ``entry`` as it is (the local mirror of a claim taken on a remote backend)."""
+        with self._store.transaction() as conn:
+            self._put(conn, entry)
+
+    @staticmethod
+    def _put(conn: sqlite3.Connection, entry: IdempotencyEntry) -> None:
+        conn.execute(
+            "INSERT INTO idempotency_keys (key, state, run_id, claimed_at, expires_at, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
+            "run_id = excluded.run_id, claimed_at = excluded.claimed_at, "
+            "expires_at = excluded.expires_at, finished_at = excluded.finished_at",
+            (entry.key, entry.state, entry.run_id, to_db(entry.claimed_at), to_db(entry.expires_at),
+             to_db_opt(entry.finished_at)),
         )
 
     def prune(self, retention_days: float, now: datetime) -> int:
@@ -162,3 +120,32 @@ class IdempotencyRepo:
                 (IN_FLIGHT, cutoff, IN_FLIGHT, cutoff),
             )
             return cursor.rowcount
+
+
+_SELECT = (
+    "SELECT key, state, run_id, claimed_at, expires_at, finished_at FROM idempotency_keys WHERE key = ?"
+)
+
+
+def _entry(row: sqlite3.Row | None) -> IdempotencyEntry | None:
+    if row is None:
+        return None
+    return IdempotencyEntry(
+        key=row["key"], state=row["state"], run_id=row["run_id"], claimed_at=from_db(row["claimed_at"]),
+        expires_at=from_db(row["expires_at"]), finished_at=from_db_opt(row["finished_at"]),
+    )
+
+
+def in_flight_claim(key: str, run_id: str, now: datetime, ttl_hours: float) -> IdempotencyEntry:
+    """The entry of a claim ``run_id`` takes at ``now``: in flight until ``ttl_hours`` later."""
+    moment = utc(now)
+    return IdempotencyEntry(
+        key=key, state=IN_FLIGHT, run_id=run_id, claimed_at=moment,
+        expires_at=moment + timedelta(hours=ttl_hours), finished_at=None,
+    )
+
+
+def check_ttl(ttl_hours: float) -> None:
+    """Raises ValueError for a TTL that would make every claim expired at once."""
+    if ttl_hours <= 0:
+        raise ValueError(f"ttl_hours must be positive, not {ttl_hours}")

@@ -6,9 +6,10 @@ atomic conditional write: a create is S3 ``If-None-Match: *`` / valkey ``SET NX`
 failed or expired entry is a replace conditional on the generation that was read (S3 ``If-Match`` /
 a valkey compare-and-set script). Of two machines racing for one key, exactly one write lands.
 
-- :class:`RemoteIdempotency` is ``store.idempotency`` for a run on a remote backend (installed by
-  ``sync.open_synced_store``): the CONTRACT section 3 decision table evaluated on the remote entry, with
-  the outcome mirrored into the local ``idempotency_keys`` table.
+- :class:`RemoteIdempotency` is the :class:`~rocky_engine.state.idempotency.IdempotencyBackend` of a run on
+  a remote backend (``SyncedStore.idempotency``): the CONTRACT section 3 decision table
+  (``state.idempotency_decision.decide``) asked about the remote entry, the claim written conditionally,
+  and the outcome mirrored into the local ``idempotency_keys`` table.
 - :class:`RemoteClaims` is the generic primitive (``remote_claim`` / ``remote_get`` / ``remote_release``)
   for other exactly-once work such as connector claims.
 """
@@ -19,18 +20,19 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
 from rocky_engine.logs import get_logger
-from rocky_engine.state._time import from_db, to_db, utc
-from rocky_engine.state.idempotency import (
+from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
+from rocky_engine.state.idempotency import IdempotencyRepo, check_ttl, in_flight_claim
+from rocky_engine.state.idempotency_decision import (
     FAILED,
-    IN_FLIGHT,
     SUCCEEDED,
     ClaimDecision,
     DedupOn,
-    IdempotencyRepo,
+    IdempotencyEntry,
+    decide,
 )
 from rocky_engine.state.remote.backend import (
     ANY,
@@ -40,9 +42,6 @@ from rocky_engine.state.remote.backend import (
     RemoteStateError,
     call_with_deadline,
 )
-
-if TYPE_CHECKING:
-    from rocky_engine.state.store import StateStore
 
 log = get_logger("state.remote")
 
@@ -63,6 +62,19 @@ class _Entry:
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
 
+    def entry(self, key: str) -> IdempotencyEntry:
+        return IdempotencyEntry(
+            key=key, state=self.state, run_id=self.run_id, claimed_at=from_db(self.claimed_at),
+            expires_at=from_db(self.expires_at), finished_at=from_db_opt(self.finished_at),
+        )
+
+    @classmethod
+    def of(cls, entry: IdempotencyEntry) -> _Entry:
+        return cls(
+            state=entry.state, run_id=entry.run_id, claimed_at=to_db(entry.claimed_at),
+            expires_at=to_db(entry.expires_at), finished_at=to_db_opt(entry.finished_at),
+        )
+
     @classmethod
     def decode(cls, data: bytes, where: str) -> _Entry:
         try:
@@ -78,19 +90,19 @@ class _Entry:
             ) from None
 
 
-class RemoteIdempotency(IdempotencyRepo):
-    """Idempotency keys claimed on the remote backend, atomically across machines."""
+class RemoteIdempotency:
+    """Idempotency keys claimed on the remote backend, atomically across machines, mirrored into ``local``."""
 
     def __init__(
         self,
-        store: StateStore,
+        local: IdempotencyRepo,
         backend: RemoteBackend,
         layout: RemoteLayout,
         *,
         retention_days: float,
         timeout_seconds: float,
     ) -> None:
-        super().__init__(store)
+        self._local = local
         self._backend = backend
         self._layout = layout
         self._retention_s = retention_days * 86400
@@ -100,39 +112,39 @@ class RemoteIdempotency(IdempotencyRepo):
         self, key: str, run_id: str, *, now: datetime, ttl_hours: float, dedup_on: DedupOn = "success"
     ) -> ClaimDecision:
         """Decide on the remote entry whether ``run_id`` may run under ``key``, and claim it if so."""
-        if dedup_on not in ("success", "any"):
-            raise ValueError(f"dedup_on must be 'success' or 'any', not {dedup_on!r}")
-        if ttl_hours <= 0:
-            raise ValueError(f"ttl_hours must be positive, not {ttl_hours}")
+        check_ttl(ttl_hours)
         decision, entry = call_with_deadline(
             lambda: self._claim(key, run_id, utc(now), ttl_hours, dedup_on),
             self._timeout, f"claiming idempotency key {key!r}",
         )
-        self._mirror(key, entry)
+        # Kept in step locally: history, a racing run's peek, and the next upload read the local table.
+        self._local.put(entry)
         return decision
 
     def _claim(
         self, key: str, run_id: str, moment: datetime, ttl_hours: float, dedup_on: DedupOn
-    ) -> tuple[ClaimDecision, _Entry]:
+    ) -> tuple[ClaimDecision, IdempotencyEntry]:
         name = self._layout.idempotency(key)
-        fresh = _Entry(IN_FLIGHT, run_id, to_db(moment), to_db(moment + timedelta(hours=ttl_hours)))
+        fresh = in_flight_claim(key, run_id, moment, ttl_hours)
         keep = ttl_hours * 3600 + self._retention_s
         for _ in range(MAX_ATTEMPTS):
             blob = self._backend.get(name)
-            if blob is None:
-                try:
-                    self._backend.put(name, fresh.encode(), expect=None, ttl_seconds=keep)
-                except PreconditionFailed:
-                    continue  # another machine created it first: read what it wrote
-                return ClaimDecision(proceed=True, outcome="claimed"), fresh
-            current = _Entry.decode(blob.data, self._backend.describe(name))
-            decision = _decide(current, moment, dedup_on)
+            current = None
+            if blob is not None:
+                current = _Entry.decode(blob.data, self._backend.describe(name)).entry(key)
+            decision = decide(current, dedup_on, moment)
             if not decision.proceed:
+                assert current is not None  # no entry always proceeds
                 return decision, current
             try:
-                self._backend.put(name, fresh.encode(), expect=blob.generation, ttl_seconds=keep)
+                # A create when there was nothing (another machine may create it first), else a
+                # take-over of exactly the generation read (another may have taken it or finished it).
+                self._backend.put(
+                    name, _Entry.of(fresh).encode(), expect=None if blob is None else blob.generation,
+                    ttl_seconds=keep,
+                )
             except PreconditionFailed:
-                continue  # someone else took it over (or finished it) since we read it
+                continue  # someone else wrote it since we read it: read what they wrote
             return decision, fresh
         raise RemoteStateError(
             f"idempotency key {key!r} kept changing on {self._backend.location} while this run claimed it",
@@ -153,7 +165,7 @@ class RemoteIdempotency(IdempotencyRepo):
                 "in flight until in_flight_ttl_hours passes"
             )
             remote = False
-        local = super().finalize(key, run_id, succeeded, now)
+        local = self._local.finalize(key, run_id, succeeded, now)
         return remote and local
 
     def _finalize(self, key: str, run_id: str, succeeded: bool, moment: datetime) -> bool:
@@ -175,28 +187,6 @@ class RemoteIdempotency(IdempotencyRepo):
                 continue
             return True
         return False
-
-    def _mirror(self, key: str, entry: _Entry) -> None:
-        """Keep the local table in step with the remote entry (history, peeks, the next upload)."""
-        with self._store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO idempotency_keys (key, state, run_id, claimed_at, expires_at, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
-                "run_id = excluded.run_id, claimed_at = excluded.claimed_at, "
-                "expires_at = excluded.expires_at, finished_at = excluded.finished_at",
-                (key, entry.state, entry.run_id, entry.claimed_at, entry.expires_at, entry.finished_at),
-            )
-
-
-def _decide(current: _Entry, moment: datetime, dedup_on: DedupOn) -> ClaimDecision:
-    """CONTRACT section 3: what a run does with a key that already has an entry."""
-    if current.state == SUCCEEDED or (current.state == FAILED and dedup_on == "any"):
-        return ClaimDecision(proceed=False, outcome="skipped_idempotent", skipped_by_run_id=current.run_id)
-    if current.state == IN_FLIGHT and moment < from_db(current.expires_at):
-        return ClaimDecision(proceed=False, outcome="skipped_in_flight", skipped_by_run_id=current.run_id)
-    if current.state == IN_FLIGHT:
-        return ClaimDecision(proceed=True, outcome="adopted", adopted=True, previous_run_id=current.run_id)
-    return ClaimDecision(proceed=True, outcome="reclaimed", previous_run_id=current.run_id)
 
 
 class RemoteClaims:

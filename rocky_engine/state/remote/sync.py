@@ -1,16 +1,19 @@
 """Remote state around one run: download before, upload after (deployment contract, "Remote state").
 
-``open_synced_store(project, on_newer=...)`` replaces ``StateStore.open`` for ``rocky run``::
+``open_synced_store(path, state, namespace=..., on_newer=...)`` replaces ``StateStore.open`` for
+``rocky run``::
 
-    synced = open_synced_store(project, on_newer=on_newer)   # local lock, then the download
+    synced = open_synced_store(path, state, namespace=ns)   # local lock, then the download
     with synced as store:
+        synced.idempotency.claim(...)                         # the backend to claim keys on
         ...                                                   # run, record, finalize the key
-        synced.upload(events)                                 # only on the path that recorded a run
+        synced.upload()                                       # only on the path that recorded a run
 
 1. open the local store as the writer (the lock is held for the whole run, upload included);
 2. download the remote snapshot and load its syncable tables into the local store (the local-only
    tables are never touched); nothing remote yet means this run's state becomes the first upload;
-   idempotency claims of this run go to the backend (``claims.RemoteIdempotency``);
+   ``synced.idempotency`` claims keys on the backend (``claims.RemoteIdempotency``), or in the local store
+   on the local backend;
 3. the caller runs, recording into the store;
 4. ``upload()``: a snapshot of the store with the local-only tables stripped. A run that skipped (its
    idempotency key was taken) or raised does not call it, so it never overwrites anyone's state.
@@ -34,14 +37,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
-from rocky_engine.errors import RockyError, StateError, StateSchemaError
+from rocky_engine.errors import StateError, StateSchemaError
 from rocky_engine.logs import get_logger
 from rocky_engine.state.remote.backend import (
     ANY,
@@ -59,8 +61,7 @@ from rocky_engine.state.store import OnNewer, StateStore
 
 if TYPE_CHECKING:
     from rocky_engine.config.sections import StateConfig
-    from rocky_engine.project import Project
-    from rocky_engine.run.context import EventSink
+    from rocky_engine.state.idempotency import IdempotencyBackend
 
 log = get_logger("state.remote")
 
@@ -98,16 +99,16 @@ class RemoteSync:
         self._remote_version: int | None = None
 
     @classmethod
-    def for_project(cls, project: Project) -> RemoteSync | None:
-        """The sync of ``project``'s ``[state]``; None for the local backend (``cas`` there is a no-op).
+    def for_state(cls, state: StateConfig, namespace: str | None) -> RemoteSync | None:
+        """The sync of a project's ``[state]``; None for the local backend (``cas`` there is a no-op).
 
         Raises:
             ConfigError: ``gcs``, or a remote backend without its bucket / URL.
         """
-        backend = open_backend(project.config.state)
+        backend = open_backend(state)
         if backend is None:
             return None
-        return cls(project.config.state, backend, RemoteLayout(project.state_namespace))
+        return cls(state, backend, RemoteLayout(namespace))
 
     @property
     def timeout(self) -> float:
@@ -140,7 +141,6 @@ class RemoteSync:
             outcome = self.download(store)
             if outcome == "newer":
                 active = self._fresh_store(stack, on_newer)
-        self._install_idempotency(active)
         return active
 
     def download(self, store: StateStore) -> DownloadOutcome:
@@ -216,12 +216,12 @@ class RemoteSync:
         fresh.downgraded = True
         return fresh
 
-    def _install_idempotency(self, store: StateStore) -> None:
+    def idempotency(self, store: StateStore) -> IdempotencyBackend:
+        """Claims on this backend, mirrored into ``store`` (the store the run uses)."""
         from rocky_engine.state.remote.claims import RemoteIdempotency
 
-        # ``store.idempotency`` is a cached property: setting it makes every claim of this run remote.
-        store.idempotency = RemoteIdempotency(
-            store, self.backend, self.layout,
+        return RemoteIdempotency(
+            store.idempotency, self.backend, self.layout,
             retention_days=float(self.state.idempotency.retention_days), timeout_seconds=self.timeout,
         )
 
@@ -312,7 +312,8 @@ class RemoteSync:
 class SyncedStore:
     """The run's writer store plus its remote side; a context manager that closes both.
 
-    ``with synced as store:`` yields the store the run must use. Call :meth:`upload` once the run is
+    ``with synced as store:`` yields the store the run must use; ``idempotency`` is where the run claims
+    its key (the backend on a remote ``[state]``, else the store). Call :meth:`upload` once the run is
     recorded (and its idempotency key finalized); a run that skips or raises never uploads.
     """
 
@@ -320,35 +321,24 @@ class SyncedStore:
         self.store = store
         self.sync = sync
         self._stack = stack
+        self.idempotency: IdempotencyBackend = store.idempotency if sync is None else sync.idempotency(store)
 
     @property
     def status(self) -> SyncStatus | None:
         """What the remote side did; None on the local backend."""
         return None if self.sync is None else self.sync.status
 
-    def upload(self, events: EventSink | None = None) -> None:
-        """Upload the state (no-op on local); fires ``state_synced`` on ``events`` after an upload.
+    def upload(self) -> bool:
+        """Upload the state (no-op on local); True when it reached the backend (``status`` says more).
 
         Raises:
             RemoteConflictError: ``cas`` and another run uploaded first.
             RemoteStateError: the upload failed (or was suppressed) under ``on_upload_failure = "fail"``.
         """
         if self.sync is None:
-            return
-        t0 = time.perf_counter()
+            return False
         self.sync.upload(self.store)
-        status = self.sync.status
-        if events is not None and status.uploaded:
-            try:
-                events.fire(
-                    "state_synced",
-                    duration_ms=int((time.perf_counter() - t0) * 1000),
-                    metadata={"backend": status.backend, "location": status.location,
-                              "generation": status.upload_generation,
-                              "previous_generation": status.generation},
-                )
-            except RockyError as exc:  # the state is uploaded; a hook cannot undo that
-                log.warning(f"a state_synced hook failed: {exc}")
+        return self.sync.status.uploaded
 
     def close(self) -> None:
         self._stack.close()
@@ -362,23 +352,26 @@ class SyncedStore:
         self.close()
 
 
-def open_synced_store(project: Project, *, on_newer: OnNewer = "refuse") -> SyncedStore:
-    """Open the run's writer store and download the remote state into it (see the module rules).
+def open_synced_store(
+    path: Path, state: StateConfig, *, namespace: str | None, on_newer: OnNewer = "refuse"
+) -> SyncedStore:
+    """Open the run's writer store at ``path`` and download the remote state of ``[state]`` into it (see
+    the module rules); ``namespace`` (``--state-namespace``) names the project's remote subtree.
 
-    With the local backend this is ``StateStore.open(project.state_path(), writer=True)`` and ``upload``
-    does nothing. The local writer lock is taken first, so a second local writer fails exactly as
-    before, with ``StateLockedError``, before any remote I/O.
+    With the local backend this is ``StateStore.open(path, writer=True)`` and ``upload`` does nothing.
+    The local writer lock is taken first, so a second local writer fails exactly as before, with
+    ``StateLockedError``, before any remote I/O.
 
     Raises:
         ConfigError: ``gcs`` or an incomplete ``[state]``.
         StateLockedError: another process holds the local writer lock.
         StateSchemaError: the local or the remote state is newer and ``on_newer = "refuse"``.
     """
-    sync = RemoteSync.for_project(project)
+    sync = RemoteSync.for_state(state, namespace)
     with ExitStack() as stack:
         if sync is not None:
             stack.callback(sync.close)
-        local = stack.enter_context(StateStore.open(project.state_path(), writer=True, on_newer=on_newer))
+        local = stack.enter_context(StateStore.open(path, writer=True, on_newer=on_newer))
         active = local if sync is None else sync.start(local, on_newer, stack)
         return SyncedStore(active, sync, stack.pop_all())
     raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rocky_engine.run.context import NullEventSink
+from rocky_engine.hooks.sink import NullEventSink
 from rocky_engine.run.output import RunOutput
 from rocky_engine.state.store import StateStore
 from tests.fixtures.projects import DuckDBProject

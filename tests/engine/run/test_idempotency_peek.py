@@ -23,7 +23,9 @@ def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(tmp_path: P
 
         def claim_late() -> None:
             time.sleep(0.5)  # the holder is slow to claim (a cold interpreter, a busy disk)
-            idempotency.claim(holder, "nightly", "run-20261130-000000-000", IdempotencyConfig(), _now())
+            idempotency.claim(
+                holder.idempotency, "nightly", "run-20261130-000000-000", IdempotencyConfig(), _now()
+            )
 
         late = threading.Thread(target=claim_late)
         late.start()
@@ -31,7 +33,8 @@ def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(tmp_path: P
             seen = idempotency.peek_while_locked(path, "nightly", IdempotencyConfig(), _now, wait_seconds=5)
         finally:
             late.join()
-    assert seen == ("SkippedInFlight", "run-20261130-000000-000")
+    assert seen is not None
+    assert (seen.skip_status, seen.skipped_by_run_id) == ("SkippedInFlight", "run-20261130-000000-000")
 
 
 def test_no_claim_within_the_wait_means_the_lock_error_stands(tmp_path: Path) -> None:

@@ -4,16 +4,19 @@ the generic leases connector claims use."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from rocky_engine.state._time import to_db, to_db_opt
 from rocky_engine.state.remote import RemoteClaims, RemoteIdempotency, RemoteLayout, open_backend
 from rocky_engine.state.remote.backend import RemoteBackend
 from rocky_engine.state.store import StateStore
 from tests.engine.state.remote.conftest import Remote
+from tests.engine.state.test_idempotency_decision import TABLE
 
 pytestmark = pytest.mark.services
 
@@ -31,7 +34,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[RemoteBackend]:
 
 def _machine(tmp_path: Path, name: str, backend: RemoteBackend) -> tuple[StateStore, RemoteIdempotency]:
     store = StateStore.open(tmp_path / name / "state.db")
-    repo = RemoteIdempotency(store, backend, RemoteLayout(), retention_days=30, timeout_seconds=30)
+    repo = RemoteIdempotency(
+        store.idempotency, backend, RemoteLayout(), retention_days=30, timeout_seconds=30
+    )
     return store, repo
 
 
@@ -84,6 +89,26 @@ def test_decision_table_on_the_remote_entry(backend: RemoteBackend, tmp_path: Pa
     finally:
         store_a.close()
         store_b.close()
+
+
+def test_the_remote_claim_follows_the_decision_table(backend: RemoteBackend, tmp_path: Path) -> None:
+    """Every row of CONTRACT section 3's table, asked about an entry stored on the backend."""
+    store, repo = _machine(tmp_path, "a", backend)
+    try:
+        for name, row in TABLE.items():
+            key = f"table-{name}"
+            if row.entry is not None:
+                e = row.entry
+                doc = {"state": e.state, "run_id": e.run_id, "claimed_at": to_db(e.claimed_at),
+                       "expires_at": to_db(e.expires_at), "finished_at": to_db_opt(e.finished_at)}
+                backend.put(RemoteLayout().idempotency(key), json.dumps(doc).encode(), expect=None)
+            decision = repo.claim(key, "run-new", now=row.now, ttl_hours=2, dedup_on=row.dedup_on)
+            assert decision == row.expected, name
+            mirrored = store.idempotency.get(key)
+            assert mirrored is not None, name
+            assert mirrored.run_id == ("run-new" if row.expected.proceed else "run-20260301-120000-000"), name
+    finally:
+        store.close()
 
 
 def test_leases(backend: RemoteBackend) -> None:
