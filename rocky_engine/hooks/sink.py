@@ -26,16 +26,7 @@ class EventSink(Protocol):
 
 
 class NullEventSink:
-    """Used when no hooks are configured."""
+    """Used when no hooks are configured: every event is dropped."""
 
-    def fire(
-        self,
-        event: str,
-        *,
-        model: str | None = None,
-        table: str | None = None,
-        error: str | None = None,
-        duration_ms: int | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
+    def fire(self, event: str, **context: Any) -> None:
         return None
