@@ -12,6 +12,8 @@ import pytest
 from tests.engine.server.kit import serving, wait_job
 from tests.fixtures.projects import Cli, run_rocky
 
+pytestmark = pytest.mark.slow
+
 INCREMENTAL = '[strategy]\ntype = "incremental"\ntimestamp_column = "ts"\n'
 
 

@@ -109,6 +109,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_reader_moves_the_old_store_and_says_so_once(root: Path) -> None:
     old, new = root / "models" / "staging" / ".rocky-state.db", root / "models" / ".rocky-state.db"
     seed(old)
@@ -125,6 +126,7 @@ def test_a_reader_moves_the_old_store_and_says_so_once(root: Path) -> None:
     assert messages(again, "moved") == []
 
 
+@pytest.mark.slow
 def test_a_run_moves_the_old_store_first_and_adds_to_it(root: Path) -> None:
     old, new = root / "models" / "staging" / ".rocky-state.db", root / "models" / ".rocky-state.db"
     seed(old)
@@ -138,6 +140,7 @@ def test_a_run_moves_the_old_store_first_and_adds_to_it(root: Path) -> None:
         assert [r.run_id for r in store.runs.list()] == history
 
 
+@pytest.mark.slow
 def test_a_namespaced_store_moves_within_its_namespace(root: Path) -> None:
     old = root / "models" / "staging" / ".rocky-state" / "foo.db"
     new = root / "models" / ".rocky-state" / "foo.db"
@@ -148,6 +151,7 @@ def test_a_namespaced_store_moves_within_its_namespace(root: Path) -> None:
     assert (root / "models" / "staging" / ".rocky-state.db").exists()  # the default store was not touched
 
 
+@pytest.mark.slow
 def test_a_store_in_the_config_dir_follows_a_new_models_dir(tmp_path: Path) -> None:
     """Before models/ existed the store sat beside rocky.toml; creating models/ must not empty it."""
     config = write_project(tmp_path, models="src/**")
@@ -160,6 +164,7 @@ def test_a_store_in_the_config_dir_follows_a_new_models_dir(tmp_path: Path) -> N
     assert not (tmp_path / ".rocky-state.db").exists()
 
 
+@pytest.mark.slow
 def test_two_stores_are_never_merged_or_overwritten(root: Path) -> None:
     old, new = root / "models" / "staging" / ".rocky-state.db", root / "models" / ".rocky-state.db"
     seed(old)
@@ -183,6 +188,7 @@ def test_two_stores_are_never_merged_or_overwritten(root: Path) -> None:
     assert (digest(old), digest(new)) == before
 
 
+@pytest.mark.slow
 def test_a_busy_old_store_is_read_in_place_and_never_written_in_place(root: Path) -> None:
     old, new = root / "models" / "staging" / ".rocky-state.db", root / "models" / ".rocky-state.db"
     seed(old)
@@ -211,6 +217,7 @@ def test_a_busy_old_store_is_read_in_place_and_never_written_in_place(root: Path
     assert new.exists() and not old.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["before_db_rename", "after_db_rename"])
 def test_kill_9_during_the_move_loses_nothing(root: Path, point: str) -> None:
     old, new = root / "models" / "staging" / ".rocky-state.db", root / "models" / ".rocky-state.db"
@@ -224,6 +231,7 @@ def test_kill_9_during_the_move_loses_nothing(root: Path, point: str) -> None:
     assert new.exists() and not old.exists()
 
 
+@pytest.mark.slow
 def test_a_store_outside_the_project_is_not_moved(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()
