@@ -158,3 +158,62 @@ def test_inside_one_postgres_database(pg_db: PgDatabase, tmp_path: Path) -> None
     ]
     result = pg_db.sql("SELECT count(*), max(name) FILTER (WHERE id = 7) FROM stg__shop.orders")
     assert result == [(1000, "renamed")]
+
+
+def test_postgres_to_another_postgres_database_keeps_binary_and_typed_text(
+    pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    # Two databases are two warehouses: rows travel through Arrow and COPY, so bytea must reach the CSV in
+    # its hex text form (raw bytes with a NUL, a backslash or invalid UTF-8 would not load).
+    target = PgDatabase(pg_db.server, pg_db.server.create_database(f"{pg_db.name}_t"))
+    try:
+        pg_db.sql(
+            "CREATE SCHEMA src__shop; CREATE TABLE src__shop.blobs (id integer, b bytea, u uuid, j jsonb, "
+            "big numeric, ts timestamp);"
+            "INSERT INTO src__shop.blobs SELECT g, decode('00ff5c78' || lpad(to_hex(g), 4, '0'), 'hex'), "
+            "md5(g::text)::uuid, jsonb_build_object('g', g), g::numeric * 1e30, "
+            "TIMESTAMP '2026-01-01' + g * INTERVAL '1 second' FROM generate_series(1, 3000) g;"
+            "INSERT INTO src__shop.blobs VALUES (0, NULL, NULL, NULL, NULL, TIMESTAMP '2026-01-01')"
+        )
+        rp = ReplicationProject(tmp_path)
+        rp.write_config(textwrap.dedent(f"""\
+            [adapter.a]
+            type = "postgres"
+            dsn = "{pg_db.conninfo}"
+
+            [adapter.b]
+            type = "postgres"
+            dsn = "{target.conninfo}"
+
+            [pipeline.raw]
+            type = "replication"
+            timestamp_column = "ts"
+
+            [pipeline.raw.source]
+            adapter = "a"
+
+            [pipeline.raw.source.schema_pattern]
+            prefix = "src"
+            separator = "__"
+            components = ["source"]
+
+            [pipeline.raw.target]
+            adapter = "b"
+            catalog_template = "{target.name}"
+            schema_template = "stg__{{source}}"
+        """))
+        first = rp.run()
+        assert first.status == "Success", first.errors
+        assert first.materializations[0].rows_copied == 3001
+        same = target.sql(
+            "SELECT count(*) FILTER (WHERE b = decode('00ff5c78' || lpad(to_hex(id), 4, '0'), 'hex')), "
+            "count(*) FILTER (WHERE b IS NULL), count(*) FILTER (WHERE u = md5(id::text)::uuid), "
+            "count(*) FILTER (WHERE j = jsonb_build_object('g', id)) FROM stg__shop.blobs"
+        )
+        assert same == [(3000, 1, 3000, 3000)]
+        types = dict(target.sql("SELECT column_name, data_type FROM information_schema.columns "
+                                "WHERE table_schema = 'stg__shop' AND table_name = 'blobs'"))
+        assert types == {"id": "integer", "b": "bytea", "u": "uuid", "j": "jsonb", "big": "numeric",
+                         "ts": "timestamp without time zone"}
+    finally:
+        pg_db.server.drop_database(target.name)
