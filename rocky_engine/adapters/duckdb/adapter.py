@@ -90,7 +90,12 @@ class DuckDbSession:
             reader = to_reader(ARROW_BATCH_ROWS)
         except duckdb.Error as exc:
             raise _to_adapter_error(exc) from exc
-        yield reader
+        try:
+            yield reader
+        finally:
+            # A stream abandoned midway (the target failed) keeps the cursor busy ("connection has an open
+            # result") until closed: the table's retry reuses this session.
+            reader.close()
 
     def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
         # The stage takes the batches' own Arrow types; the copy casts to the target's types afterwards.

@@ -202,3 +202,15 @@ def test_capabilities_name_what_each_warehouse_can_do() -> None:
     assert not POSTGRES.capabilities.replace_table_statement
     spark_like = Capabilities(merge=False, replace_table_statement=False, transactional_ddl=False)
     assert not spark_like.atomic_full_refresh
+
+
+def test_an_abandoned_duckdb_stream_frees_its_session_for_the_retry() -> None:
+    adapter = DuckDbAdapter("wh", None)
+    session = adapter.session()
+    big = "SELECT range FROM range(1000000)"
+    with pytest.raises(RuntimeError), session.read_arrow(big, [], []) as reader:
+        next(iter(reader))
+        raise RuntimeError("the target failed while loading")
+    assert session.query("SELECT 1") == [(1,)]
+    session.close()
+    adapter.close()

@@ -8,21 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from rocky_engine.errors import ConfigError
 from tests.engine.replication.conftest import ReplicationProject
 from tests.fixtures.postgres import PgDatabase
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
-def _config(pg: PgDatabase, source: str, target: str, *, extra: str = "", catalog: str = "wh") -> str:
+def _config(
+    pg: PgDatabase, source: str, target: str, *, extra: str = "", catalog: str = "wh",
+    wh: PgDatabase | None = None,
+) -> str:
+    """``pg`` and ``wh`` adapters: ``wh`` is a DuckDB file, or the PostgreSQL database ``wh`` when given."""
+    kind, where = ("postgres", f'dsn = "{wh.conninfo}"') if wh else ("duckdb", 'path = "wh.duckdb"')
     return textwrap.dedent(f"""\
         [adapter.pg]
         type = "postgres"
         dsn = "{pg.conninfo}"
 
         [adapter.wh]
-        type = "duckdb"
-        path = "wh.duckdb"
+        type = "{kind}"
+        {where}
 
         [pipeline.raw]
         type = "replication"
@@ -176,32 +182,7 @@ def test_postgres_to_another_postgres_database_keeps_binary_and_typed_text(
             "INSERT INTO src__shop.blobs VALUES (0, NULL, NULL, NULL, NULL, TIMESTAMP '2026-01-01')"
         )
         rp = ReplicationProject(tmp_path)
-        rp.write_config(textwrap.dedent(f"""\
-            [adapter.a]
-            type = "postgres"
-            dsn = "{pg_db.conninfo}"
-
-            [adapter.b]
-            type = "postgres"
-            dsn = "{target.conninfo}"
-
-            [pipeline.raw]
-            type = "replication"
-            timestamp_column = "ts"
-
-            [pipeline.raw.source]
-            adapter = "a"
-
-            [pipeline.raw.source.schema_pattern]
-            prefix = "src"
-            separator = "__"
-            components = ["source"]
-
-            [pipeline.raw.target]
-            adapter = "b"
-            catalog_template = "{target.name}"
-            schema_template = "stg__{{source}}"
-        """))
+        rp.write_config(_config(pg_db, "pg", "wh", catalog=target.name, wh=target))
         first = rp.run()
         assert first.status == "Success", first.errors
         assert first.materializations[0].rows_copied == 3001
@@ -217,3 +198,21 @@ def test_postgres_to_another_postgres_database_keeps_binary_and_typed_text(
                          "ts": "timestamp without time zone"}
     finally:
         pg_db.server.drop_database(target.name)
+
+
+def test_a_postgres_source_is_one_database(pg_db: PgDatabase, tmp_path: Path) -> None:
+    # A single-catalog warehouse (capabilities.single_catalog) refuses another source catalog by name,
+    # instead of discovering nothing.
+    rp = ReplicationProject(tmp_path)
+    source = '[pipeline.raw.source]\nadapter = "pg"\n'
+    config = _config(pg_db, "pg", "wh")
+    assert source in config
+    rp.write_config(config.replace(source, source + 'catalog = "elsewhere"\n'))
+    with pytest.raises(ConfigError) as caught:
+        rp.run()
+    assert caught.value.message == (
+        f"source.catalog: source catalog 'elsewhere' is not the database of adapter 'pg' ('{pg_db.name}')"
+    )
+    assert caught.value.hint == (
+        "a postgres adapter reads one database: point [source] at that database's adapter"
+    )
