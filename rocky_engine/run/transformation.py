@@ -318,7 +318,5 @@ def _failure_kind(error: BaseException | None) -> str:
     if isinstance(error, _CompileError):
         return "compile-error"
     if isinstance(error, AdapterError):
-        if error.failure_kind in ("query-rejected",) and "Parser Error" in error.message:
-            return "compile-error"
         return error.failure_kind
     return "unknown"

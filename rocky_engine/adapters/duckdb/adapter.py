@@ -238,7 +238,8 @@ class DuckDbAdapter(DuckDbSession):
 
 
 def _to_adapter_error(exc: duckdb.Error) -> AdapterError:
-    kind = classify(exc)
+    # SQL that does not parse is a compile error, as PostgreSQL's SQLSTATE 42601 says for its own.
+    kind = "compile-error" if isinstance(exc, duckdb.ParserException) else classify(exc)
     return AdapterError(first_line(str(exc)), failure_kind=kind)
 
 
