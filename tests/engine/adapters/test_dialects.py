@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,3 +215,33 @@ def test_an_abandoned_duckdb_stream_frees_its_session_for_the_retry() -> None:
     assert session.query("SELECT 1") == [(1,)]
     session.close()
     adapter.close()
+
+
+class Counting:
+    """A session that records every statement it is given (DESIGN "Performance": count them)."""
+
+    def __init__(self, inner: DuckDbAdapter) -> None:
+        self.inner = inner
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, params: Any = None) -> int | None:
+        self.statements.append(sql)
+        return self.inner.execute(sql, params)
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        self.statements.append(sql)
+        return self.inner.query(sql, params)
+
+    def transaction(self) -> Any:
+        return self.inner.transaction()
+
+
+def test_duckdb_builds_a_model_in_one_statement(warehouse: DuckDbAdapter) -> None:
+    counting = Counting(warehouse)
+    t = _table("t")
+    materialize(counting, DUCKDB, Strategy(type="full_refresh"), t, "SELECT * FROM src", exists_as="table")
+    assert counting.statements == ['CREATE OR REPLACE TABLE "wh"."m"."t" AS SELECT * FROM src']
+    counting.statements.clear()
+    inc = Strategy(type="incremental", timestamp_column="ts")
+    materialize(counting, DUCKDB, inc, t, "SELECT * FROM src", exists_as="table")
+    assert [s.split(" ")[0] for s in counting.statements] == ["INSERT", "SELECT"]  # the rows, the watermark
