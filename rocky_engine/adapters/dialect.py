@@ -6,7 +6,8 @@ can do. An operation that needs several statements runs them as one unit through
 as a whole after a lost connection, so every unit is idempotent). Each operation is documented with what
 it must guarantee; ``docs/adapters.md`` says the same for someone adding a warehouse.
 
-A dialect holds no connection and no state: one instance per adapter type, safe to share between threads.
+A dialect holds no connection and no mutable state, so one instance serves every thread of a run: usually one
+per adapter type; a warehouse whose capabilities depend on the server builds one per adapter at open.
 """
 
 from __future__ import annotations
