@@ -1,17 +1,27 @@
-"""The warehouse adapter protocol every runner talks to.
+"""The warehouse protocol every runner talks to: sessions, adapters, and the names they pass around.
 
 An adapter owns a connection to one warehouse. ``session()`` returns an independent session for one
 worker thread (a cursor of the same DuckDB connection, or a new PostgreSQL connection), so independent
 models or tables run concurrently without sharing a cursor. Every failure surfaces as
 ``rocky_engine.errors.AdapterError`` with a ``failure_kind`` from CONTRACT section 3.
+
+What differs between warehouses in SQL (DDL, merge, types, watermarks) is not here but in the adapter's
+``dialect`` (``adapters.dialect``); this module is about connections, catalogs and moving rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
+    from rocky_engine.adapters.sql_types import SqlType
+
+#: rows per Arrow record batch on the copy seam: bounds a copy's memory to a few batches
+ARROW_BATCH_ROWS = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +43,37 @@ class Relation:
     kind: str = "table"  # "table" | "view"
 
 
+@dataclass(frozen=True, slots=True)
+class TableName:
+    """A relation a statement writes: its parts and its quoted, qualified name (``adapter.qualified``)."""
+
+    catalog: str
+    schema: str
+    table: str
+    qualified: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.catalog}.{self.schema}.{self.table}"
+
+    @property
+    def asset_key(self) -> list[str]:
+        return [self.catalog, self.schema, self.table]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogTable:
+    """A base table found by the one catalog read of a run, with the warehouse's row estimate."""
+
+    schema: str
+    name: str
+    row_count: int | None = None
+
+
+#: columns of many relations from one catalog read, keyed ``(schema, table)``
+TableColumns = dict[tuple[str, str], list[Column]]
+
+
 class WarehouseSession(Protocol):
     """A unit of work on one connection or cursor; not shared between threads."""
 
@@ -46,6 +87,24 @@ class WarehouseSession(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]:
         """Group statements atomically (commit on success, roll back on error)."""
+        ...
+
+    def read_arrow(
+        self, sql: str, params: Sequence[Any], columns: Sequence[tuple[str, SqlType]]
+    ) -> AbstractContextManager[Any]:
+        """Stream the rows of one SELECT as a ``pyarrow.RecordBatchReader`` (the copy seam's source side).
+
+        ``columns`` are the names and canonical types of the SELECT's items, for a driver that builds the
+        Arrow arrays itself; a driver with its own Arrow export may ignore them.
+        """
+        ...
+
+    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
+        """Create the temporary table ``table`` and fill it from ``reader`` (the copy seam's target side).
+
+        ``columns`` are ``(name, DDL type)`` of the batches' columns, for a driver that must declare the
+        table before loading it.
+        """
         ...
 
     def interrupt(self) -> None:
@@ -69,11 +128,14 @@ class Maintenance(Protocol):
 
 
 class WarehouseAdapter(WarehouseSession, Protocol):
-    """A warehouse: sessions plus catalog introspection."""
+    """A warehouse: sessions, catalog introspection, and the dialect its SQL is written in."""
 
     name: str
     type: str
     catalog: str
+    #: the schema a model without ``[target] schema`` lands in
+    default_schema: str
+    dialect: Dialect
 
     def session(self) -> WarehouseSession:
         """An independent session for one worker thread."""
@@ -91,6 +153,14 @@ class WarehouseAdapter(WarehouseSession, Protocol):
 
     def list_relations(self, catalog: str | None = None) -> list[Relation]:
         """Every table and view of a catalog in one catalog query (runs call this once, not per model)."""
+        ...
+
+    def catalog_tables(self, catalog: str) -> list[CatalogTable]:
+        """Every user base table of ``catalog`` with its estimated row count, in one catalog query."""
+        ...
+
+    def read_columns(self, catalog: str, schemas: Sequence[str]) -> TableColumns:
+        """Columns (ordered) of every table and view in ``schemas``, in one catalog query."""
         ...
 
     def maintenance(self) -> Maintenance | None:
@@ -111,10 +181,19 @@ class WarehouseAdapter(WarehouseSession, Protocol):
 
 
 def quote_ident(identifier: str) -> str:
-    """ANSI double-quote quoting, shared by DuckDB and PostgreSQL."""
+    """ANSI double-quote quoting (DuckDB and PostgreSQL; a dialect with other quotes overrides ``quote``)."""
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def iter_chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def row_estimate(value: object) -> int | None:
+    """A catalog's row estimate as a count; negative or missing (never analysed) is unknown."""
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def columns_by_table(rows: Sequence[tuple[Any, ...]]) -> TableColumns:
+    """``(schema, table, column, type, nullable)`` rows, ordered, as ``TableColumns``."""
+    out: TableColumns = {}
+    for schema, table, column, data_type, nullable in rows:
+        column_info = Column(str(column), str(data_type), bool(nullable))
+        out.setdefault((str(schema), str(table)), []).append(column_info)
+    return out

@@ -1,9 +1,9 @@
 """Discovery adapters: which source schemas (and tables) a replication pipeline sees.
 
-``[source.discovery] adapter`` names the adapter that answers; its *type* picks the implementation. A
-warehouse adapter (duckdb, postgres) lists the schemas of the source catalog in one catalog query; a
-warehouse has no sync clock, so its sources report ``last_sync_at = None``. Other types (``fivetran``)
-are registered in ``DISCOVERY_IMPLEMENTATIONS`` and constructed as ``cls(config, adapter_name)``.
+``[source.discovery] adapter`` names the adapter that answers; its type's plugin picks the
+implementation. A warehouse adapter (duckdb, postgres) lists the schemas of the source catalog in one
+catalog query; a warehouse has no sync clock, so its sources report ``last_sync_at = None``. A plugin with
+a discovery of its own (``fivetran``) returns it from ``AdapterPlugin.discovery``.
 
 Schemas that carry the pattern's prefix but do not fit it come back in ``misfits``; callers warn about
 each one (a source is never dropped silently). A source the adapter tried and failed to read goes to
@@ -12,25 +12,18 @@ each one (a source is never dropped silently). A source the adapter tried and fa
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rocky_engine.errors import ConfigError, UsageError
-from rocky_engine.replication.schema_pattern import ComponentValue, Misfit, ParsedSchema, SchemaPattern
+from rocky_engine.config.schema_pattern import ComponentValue, Misfit, ParsedSchema, SchemaPattern
+from rocky_engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter
     from rocky_engine.config import RockyConfig
     from rocky_engine.config.pipelines import ReplicationPipeline
-
-#: discovery adapter type -> "module:Class"; the class is built as ``cls(config, adapter_name)``
-DISCOVERY_IMPLEMENTATIONS: dict[str, str] = {
-    "fivetran": "rocky_engine.adapters.fivetran:FivetranDiscovery",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class DiscoveredTable:
@@ -95,19 +88,18 @@ class WarehouseDiscovery:
         self._owns = owns_adapter
 
     def discover(self, pipeline: ReplicationPipeline) -> DiscoverOutcome:
-        from rocky_engine.replication.catalog import list_tables
-
         pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
         catalog = pipeline.source.catalog or self.adapter.catalog
-        if catalog != self.adapter.catalog and self.adapter.type == "postgres":
+        if catalog != self.adapter.catalog and self.adapter.dialect.capabilities.single_catalog:
             raise ConfigError(
                 f"source catalog '{catalog}' is not the database of adapter '{self.adapter.name}' "
                 f"('{self.adapter.catalog}')",
                 key="source.catalog",
-                hint="a PostgreSQL adapter reads one database: point [source] at that database's adapter",
+                hint=f"a {self.adapter.type} adapter reads one database: point [source] at that database's "
+                "adapter",
             )
         by_schema: dict[str, list[DiscoveredTable]] = {}
-        for table in list_tables(self.adapter, catalog):
+        for table in self.adapter.catalog_tables(catalog):
             by_schema.setdefault(table.schema, []).append(DiscoveredTable(table.name, table.row_count))
         return build_outcome(pattern, by_schema, self.adapter.type)
 
@@ -158,21 +150,12 @@ def open_discovery(
 
     ``source_adapter`` (already open) is reused when discovery goes to the source warehouse itself.
     """
-    from rocky_engine.adapters.registry import open_adapter
+    from rocky_engine.adapters.registry import open_adapter, plugin_of
 
     name = pipeline.source.discovery.adapter if pipeline.source.discovery else pipeline.source.adapter
-    adapter_type = config.adapter(name).type
-    target = DISCOVERY_IMPLEMENTATIONS.get(adapter_type)
-    if target is not None:
-        module_name, _, cls_name = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            raise UsageError(f"{adapter_type} discovery is not supported by this build") from exc
-        factory: Callable[[RockyConfig, str], DiscoveryAdapter] = getattr(module, cls_name)
-        return factory(config, name)
+    own = plugin_of(config, name).discovery(config, name)
+    if own is not None:
+        return own
     if source_adapter is not None and name == source_adapter.name:
         return WarehouseDiscovery(source_adapter)
     return WarehouseDiscovery(open_adapter(config, name, read_only=read_only), owns_adapter=True)

@@ -23,11 +23,10 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from rocky_engine.adapters.base import Column, WarehouseSession, quote_ident
+from rocky_engine.adapters.base import Column, WarehouseAdapter
 from rocky_engine.config.base import StrictModel
 from rocky_engine.config.error_format import translate
 from rocky_engine.errors import ConnectorError
-from rocky_engine.replication.sql_types import parse_type, same_type
 
 
 class ContractColumn(StrictModel):
@@ -64,13 +63,14 @@ def parse_contract(raw: dict[str, Any] | None, *, connector: str, file: Path) ->
 
 
 def check_contract(
-    session: WarehouseSession, staging: str, columns: list[Column], rows: int, contract: Contract
+    adapter: WarehouseAdapter, staging: str, columns: list[Column], rows: int, contract: Contract
 ) -> None:
     """Check ``contract`` on the staging relation ``staging`` (qualified) with ``columns`` and ``rows``.
 
     Raises:
         ContractError: every violation found, in one message.
     """
+    dialect = adapter.dialect
     problems: list[str] = []
     by_name = {c.name.lower(): c for c in columns}
     not_null: list[str] = []
@@ -79,16 +79,16 @@ def check_contract(
         if have is None:
             problems.append(f"column '{want.name}' is missing from the batch")
             continue
-        if want.type is not None and not same_type(parse_type(want.type), parse_type(have.data_type),
-                                                   "duckdb"):
+        if want.type is not None and not dialect.same_type(dialect.parse_type(want.type),
+                                                           dialect.parse_type(have.data_type)):
             problems.append(f"column '{want.name}' is {have.data_type}, the contract says {want.type}")
         if not want.nullable:
             not_null.append(have.name)
     if contract.min_rows is not None and rows < contract.min_rows:
         problems.append(f"the batch has {rows} rows, the contract wants at least {contract.min_rows}")
     if not_null:
-        counts = ", ".join(f"COUNT(*) FILTER (WHERE {quote_ident(c)} IS NULL)" for c in not_null)
-        found = session.query(f"SELECT {counts} FROM {staging}")[0]
+        counts = ", ".join(f"COUNT(*) FILTER (WHERE {adapter.quote(c)} IS NULL)" for c in not_null)
+        found = adapter.query(f"SELECT {counts} FROM {staging}")[0]
         for name, nulls in zip(not_null, found, strict=True):
             if nulls:
                 problems.append(f"column '{name}' has {nulls} NULL value(s) but is nullable = false")

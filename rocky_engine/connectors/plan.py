@@ -88,11 +88,13 @@ def plan_connector(project: Project, name: str, env: Mapping[str, str]) -> Conne
 
 
 def _check_target(project: Project, name: str, cfg: ConnectorConfig) -> None:
+    from rocky_engine.adapters.registry import dialect_of
+
     config = project.config
     target = cfg.target
     adapter = config.adapter(target.adapter)
     key = f"connector.{name}.target"
-    if adapter.type != "duckdb":
+    if not dialect_of(config, target.adapter).capabilities.reads_local_files:
         raise ConfigError(
             f"connector '{name}' targets adapter '{target.adapter}' of type '{adapter.type}'; this release "
             "loads connector batches into DuckDB only (it stages the Parquet files with read_parquet)",

@@ -10,8 +10,8 @@ promote all read the staging relation, exactly as they would read a table.
 Drift (seeds/child-connectors.md "Schema drift"), batch against target:
 
 - a batch column the target lacks: ``ALTER TABLE ... ADD COLUMN``;
-- a batch type that safely widens the target's (the engine's one rule set,
-  ``replication.sql_types.is_widening``): ``ALTER COLUMN ... TYPE``;
+- a batch type that safely widens the target's (the engine's one rule set, through
+  the dialect's ``is_safe_widening``): ``ALTER COLUMN ... TYPE``;
 - a batch type the target's type already covers (INTEGER into BIGINT): nothing, the INSERT casts;
 - any other change fails the run: the load only appends, so the target is never rebuilt.
 
@@ -24,14 +24,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rocky_engine.adapters.base import Column, WarehouseAdapter, quote_ident
-from rocky_engine.checks.sql import sql_literal
+from rocky_engine.adapters.base import Column, WarehouseAdapter
+from rocky_engine.adapters.dialect import Dialect
 from rocky_engine.config.connectors import ConnectorTarget
 from rocky_engine.connectors.contract import Contract, check_contract
 from rocky_engine.connectors.result import ResultFile
 from rocky_engine.errors import ConnectorError
 from rocky_engine.logs import get_logger
-from rocky_engine.replication.sql_types import is_widening, parse_type, same_type
 
 STAGING_MARKER = "__rocky_stg_"
 #: A run id as this engine mints them (32 hex digits); other suffixes are not Rocky's staging tables.
@@ -62,8 +61,8 @@ class DriftPlan:
         ]
 
 
-def plan_drift(batch: list[Column], target: list[Column]) -> DriftPlan:
-    """Compare the staged batch with the existing target.
+def plan_drift(batch: list[Column], target: list[Column], dialect: Dialect) -> DriftPlan:
+    """Compare the staged batch with the existing target (types as ``dialect``, the target's, has them).
 
     Raises:
         DriftError: a column's type changed in a way that is not a safe widening (every such column named).
@@ -76,10 +75,10 @@ def plan_drift(batch: list[Column], target: list[Column]) -> DriftPlan:
         if existing is None:
             plan.add_columns.append((col.name, col.data_type))
             continue
-        new, old = parse_type(col.data_type), parse_type(existing.data_type)
-        if same_type(new, old, "duckdb") or is_widening(new, old):
+        new, old = dialect.parse_type(col.data_type), dialect.parse_type(existing.data_type)
+        if dialect.same_type(new, old) or dialect.is_safe_widening(new, old):
             continue
-        if is_widening(old, new):
+        if dialect.is_safe_widening(old, new):
             plan.alter_columns.append((existing.name, col.data_type))
             continue
         refused.append(f"column '{col.name}' is {existing.data_type} in the target and {col.data_type} in "
@@ -160,12 +159,10 @@ class Promoter:
     def stage(self, files: list[ResultFile]) -> None:
         """Create the staging relation over every file of the batch."""
         same_order = check_same_columns(files)
-        paths = ", ".join(sql_literal(str(f.absolute)) for f in files)
-        options = "" if same_order else ", union_by_name = true"
+        scan = self.adapter.dialect.scan_files("parquet", [str(f.absolute) for f in files],
+                                               union_by_name=not same_order)
         self.adapter.ensure_schema(self.target.schema_, self.target.catalog)
-        self.adapter.execute(
-            f"CREATE VIEW {self.staging_rel} AS SELECT * FROM read_parquet([{paths}]{options})"
-        )
+        self.adapter.execute(f"CREATE VIEW {self.staging_rel} AS SELECT * FROM {scan}")
         self.staged = True
         self.columns = self.adapter.describe(self.target.schema_, self.staging, self.target.catalog)
 
@@ -182,13 +179,12 @@ class Promoter:
             )
             self.drift = [f"CREATE TABLE {self.target.full_name}"]
             return self.drift
-        plan = plan_drift(self.columns, existing)
+        dialect = self.adapter.dialect
+        plan = plan_drift(self.columns, existing, dialect)
         for name, data_type in plan.add_columns:
-            self.adapter.execute(f"ALTER TABLE {self.target_rel} ADD COLUMN {quote_ident(name)} {data_type}")
+            dialect.add_column(self.adapter, self.target_rel, name, data_type)
         for name, data_type in plan.alter_columns:
-            self.adapter.execute(
-                f"ALTER TABLE {self.target_rel} ALTER COLUMN {quote_ident(name)} TYPE {data_type}"
-            )
+            dialect.widen_column(self.adapter, self.target_rel, name, data_type)
         self.drift = plan.steps
         for step in self.drift:
             log.info("schema drift on %s: %s", self.target.full_name, step)
@@ -196,7 +192,7 @@ class Promoter:
 
     def promote(self) -> int:
         """The one INSERT that appends the batch; returns the rows appended."""
-        names = ", ".join(quote_ident(c.name) for c in self.columns)
+        names = ", ".join(self.adapter.quote(c.name) for c in self.columns)
         rows = self.adapter.execute(
             f"INSERT INTO {self.target_rel} ({names}) SELECT {names} FROM {self.staging_rel}"
         )

@@ -33,9 +33,10 @@ from rocky_engine.output import Result, WireModel, render_rows
 if TYPE_CHECKING:
     import duckdb
 
+    from rocky_engine.adapters.base import TableName
+    from rocky_engine.adapters.plugin import CiSource
     from rocky_engine.config import RockyConfig, TransformationPipeline
     from rocky_engine.models import ModelSet
-    from rocky_engine.run.compile import ResolvedTarget
 
 Severity = Literal["error", "warning", "info"]
 SCRATCH = "rocky_ci"
@@ -184,18 +185,13 @@ def _check_pipeline(
         tally.add("error", "C009", f"models cannot be loaded: {exc}", name)
         tally.compile_errors += 1
         return
-    from rocky_engine.config import DuckDbAdapterConfig, PostgresAdapterConfig
+    from rocky_engine.adapters.registry import plugin_of
 
-    adapter_cfg = config.adapter(pipeline.target.adapter)
-    warehouse: Path | None = None
-    catalog = "warehouse"
-    if isinstance(adapter_cfg, DuckDbAdapterConfig):
-        warehouse, catalog = adapter_cfg.resolved_path(config.root), adapter_cfg.catalog
-    elif isinstance(adapter_cfg, PostgresAdapterConfig):
-        catalog = adapter_cfg.catalog
-    targets = _scratch_targets(model_set, catalog)
+    adapter_type = config.adapter(pipeline.target.adapter).type
+    source = plugin_of(config, pipeline.target.adapter).ci_source(config, pipeline.target.adapter)
+    targets = _scratch_targets(model_set, source.catalog)
     compiled = _compile_all(model_set, targets, variables, name, tally)
-    scratch = _Scratch(name, adapter_cfg.type, warehouse, catalog, tally)
+    scratch = _Scratch(name, adapter_type, source, tally)
     try:
         built = scratch.build_all(model_set, targets, compiled)
         _run_assertions(pipeline, model_set, targets, built, scratch, name, tally, now)
@@ -203,24 +199,24 @@ def _check_pipeline(
         scratch.close()
 
 
-def _scratch_targets(model_set: ModelSet, catalog: str) -> dict[str, ResolvedTarget]:
-    from rocky_engine.adapters.base import quote_ident
-    from rocky_engine.run.compile import ResolvedTarget
+def _scratch_targets(model_set: ModelSet, catalog: str) -> dict[str, TableName]:
+    from rocky_engine.adapters.base import TableName, quote_ident
 
-    targets: dict[str, ResolvedTarget] = {}
+    targets: dict[str, TableName] = {}
     for name, model in model_set.models.items():
         schema = model.target.schema or "main"
         table = model.target.table or name
         qualified = ".".join(quote_ident(p) for p in (SCRATCH, schema, table))
         # catalog/schema/table keep the real names (assertions match on them); SQL points at the scratch.
-        targets[name] = ResolvedTarget(model.target.catalog or catalog, schema, table, qualified)
+        targets[name] = TableName(model.target.catalog or catalog, schema, table, qualified)
     return targets
 
 
 def _compile_all(
-    model_set: ModelSet, targets: dict[str, ResolvedTarget], variables: dict[str, str], pipeline: str,
+    model_set: ModelSet, targets: dict[str, TableName], variables: dict[str, str], pipeline: str,
     tally: _Tally,
 ) -> dict[str, str]:
+    from rocky_engine.adapters.base import quote_ident  # the scratch is DuckDB
     from rocky_engine.run.compile import compile_model
 
     compiled: dict[str, str] = {}
@@ -228,7 +224,7 @@ def _compile_all(
         if model_set.models[name].strategy.type == "ephemeral":
             continue
         try:
-            compiled[name] = compile_model(name, model_set, targets, variables)
+            compiled[name] = compile_model(name, model_set, targets, variables, quote_ident)
         except ModelError as exc:
             tally.compile_errors += 1
             tally.add("error", "C002", f"does not compile: {exc}", pipeline, name)
@@ -240,22 +236,22 @@ def _compile_all(
 class _Scratch:
     """The in-memory DuckDB the models are built in, with the real warehouse attached read-only."""
 
-    def __init__(self, pipeline: str, adapter_type: str, warehouse: Path | None, catalog: str,
-                 tally: _Tally) -> None:
+    def __init__(self, pipeline: str, adapter_type: str, source: CiSource, tally: _Tally) -> None:
         import duckdb
 
         self.pipeline = pipeline
         self.tally = tally
-        self.dialect_note = "" if adapter_type == "duckdb" else (
+        self.dialect_note = "" if source.exact else (
             f" (built with DuckDB; the warehouse is {adapter_type}, so dialect differences are advisory)"
         )
-        self.strict = adapter_type == "duckdb"
+        self.strict = source.exact
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
         self.con.execute(f"ATTACH ':memory:' AS {SCRATCH}")
         self.sources = False
+        warehouse = source.attach
         if warehouse is not None and warehouse.exists():
-            self._attach(warehouse, catalog)
-        elif adapter_type == "duckdb":
+            self._attach(warehouse, source.catalog)
+        elif source.exact:
             where = "an in-memory warehouse" if warehouse is None else f"{warehouse} does not exist"
             tally.add("warning", "C008", f"source tables cannot be checked: {where}; models that read "
                       "sources are only syntax-checked", pipeline)
@@ -281,7 +277,7 @@ class _Scratch:
         self.sources = True
 
     def build_all(
-        self, model_set: ModelSet, targets: dict[str, ResolvedTarget], compiled: dict[str, str]
+        self, model_set: ModelSet, targets: dict[str, TableName], compiled: dict[str, str]
     ) -> set[str]:
         """Build every compiled model in DAG order; the names that were built."""
         import duckdb
@@ -353,7 +349,7 @@ class _Scratch:
         return False
 
     def session(self) -> Any:
-        from rocky_engine.adapters.duckdb_adapter import DuckDbSession
+        from rocky_engine.adapters.duckdb.adapter import DuckDbSession
 
         return DuckDbSession(self.con.cursor())
 
@@ -370,7 +366,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _run_assertions(
-    pipeline: TransformationPipeline, model_set: ModelSet, targets: dict[str, ResolvedTarget],
+    pipeline: TransformationPipeline, model_set: ModelSet, targets: dict[str, TableName],
     built: set[str], scratch: _Scratch, name: str, tally: _Tally, now: datetime,
 ) -> None:
     from rocky_engine.checks.assertions import TABLE_LEVEL, assertion_applies, run_assertion

@@ -3,8 +3,8 @@
 Per table, in the common case, exactly one statement copies and one reads the new watermark:
 
 - first copy, ``full_refresh``, a drift rebuild, or an incremental table whose watermark is unknown:
-  ``CREATE OR REPLACE TABLE target AS SELECT ... FROM source`` (PostgreSQL: drop + create in one
-  transaction);
+  the dialect's ``create_or_replace_as_select`` (DuckDB: one ``CREATE OR REPLACE TABLE target AS SELECT
+  ... FROM source``; PostgreSQL: drop + create in one transaction);
 - ``incremental``: ``INSERT INTO target (...) SELECT ... FROM source WHERE ts > GREATEST(<watermark>,
   (SELECT MAX(ts) FROM target))``. The stored watermark is the contract's lower bound; the target's own
   maximum guards against a crash between the copy and the state write, so re-running a copy never
@@ -16,7 +16,8 @@ Per table, in the common case, exactly one statement copies and one reads the ne
   ``UNION ALL`` statement per batch of tables): on DuckDB a statement of its own costs about 0.5 ms per
   table, a third of the small insert before it, a batched read 0.1-0.25 ms per table.
 
-Drift ``ALTER``s run in the same transaction as the insert. Metadata columns are
+Drift ``ALTER``s (the dialect's ``add_column`` / ``widen_column``) run in the same transaction as the
+insert. Metadata columns are
 ``CAST(<value> AS <type>) AS <name>`` items of the SELECT, so ``value`` is any SQL expression.
 """
 
@@ -26,11 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rocky_engine.adapters.base import Column, WarehouseSession, quote_ident
+from rocky_engine.adapters.base import Column, TableName, WarehouseSession
+from rocky_engine.adapters.retry import atomically
 from rocky_engine.errors import AdapterError
 from rocky_engine.replication.drift import DriftDecision
 
 if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
     from rocky_engine.config.pipelines import MetadataColumn
 
 
@@ -40,9 +43,11 @@ class CopySpec:
 
     strategy: str
     source_rel: str
-    target_rel: str
+    target: TableName
     #: source columns in order (from the run's catalog read)
     columns: list[Column]
+    #: the target warehouse's dialect: every statement of the copy runs there
+    dialect: Dialect
     metadata: Sequence[MetadataColumn] = ()
     timestamp_column: str | None = None
     merge_keys: Sequence[str] = ()
@@ -50,10 +55,14 @@ class CopySpec:
     watermark: str | None = None
     target_exists: bool = False
     drift: DriftDecision | None = None
-    source_dialect: str = "duckdb"
-    target_dialect: str = "duckdb"
+    #: the source warehouse's dialect when it is not the target's (a cross-warehouse copy)
+    source_dialect: Dialect | None = None
     #: the target DDL column types when the target is created from a stage (cross-warehouse copies)
     target_types: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def target_rel(self) -> str:
+        return self.target.qualified
 
     @property
     def full(self) -> bool:
@@ -111,40 +120,40 @@ def validate_spec(spec: CopySpec, label: str) -> None:
 
 def select_list(spec: CopySpec, casts: dict[str, str] | None = None) -> str:
     """Source columns (cast to the target types when given), then the metadata expressions."""
+    q = spec.dialect.quote
     items = [
-        f"CAST({quote_ident(c.name)} AS {casts[c.name]}) AS {quote_ident(c.name)}"
-        if casts
-        else quote_ident(c.name)
-        for c in spec.columns
+        f"CAST({q(c.name)} AS {casts[c.name]}) AS {q(c.name)}" if casts else q(c.name) for c in spec.columns
     ]
-    items += [f"CAST({m.value} AS {m.type}) AS {quote_ident(m.name)}" for m in spec.metadata]
+    items += [f"CAST({m.value} AS {m.type}) AS {q(m.name)}" for m in spec.metadata]
     return ", ".join(items)
 
 
 def insert_columns(spec: CopySpec) -> str:
     names = [c.name for c in spec.columns] + [m.name for m in spec.metadata]
-    return ", ".join(quote_ident(n) for n in names)
+    return ", ".join(spec.dialect.quote(n) for n in names)
 
 
-def alter_statements(spec: CopySpec) -> list[str]:
+def has_drift_ddl(spec: CopySpec) -> bool:
+    """Whether the copy alters the target before writing (columns added or widened)."""
+    drift = spec.drift
+    return drift is not None and not spec.full and bool(drift.add_columns or drift.alter_columns)
+
+
+def apply_drift(session: WarehouseSession, spec: CopySpec) -> None:
+    """The drift ALTERs of ``spec`` (call inside the unit that writes the rows)."""
     drift = spec.drift
     if drift is None or spec.full:
-        return []
-    stmts = [
-        f"ALTER TABLE {spec.target_rel} ADD COLUMN IF NOT EXISTS {quote_ident(name)} {type_}"
-        for name, type_ in drift.add_columns
-    ]
-    stmts += [
-        f"ALTER TABLE {spec.target_rel} ALTER COLUMN {quote_ident(name)} TYPE {type_}"
-        for name, type_ in drift.alter_columns
-    ]
-    return stmts
+        return
+    for name, type_ in drift.add_columns:
+        spec.dialect.add_column(session, spec.target_rel, name, type_)
+    for name, type_ in drift.alter_columns:
+        spec.dialect.widen_column(session, spec.target_rel, name, type_)
 
 
 def merge_statements(spec: CopySpec, source_rel: str, since: str | None) -> tuple[str, str]:
     """``(delete, insert)`` of a merge from ``source_rel``; ``since`` is a SQL bound on the timestamp."""
-    keys = [quote_ident(k) for k in spec.merge_keys]
-    ts = quote_ident(spec.ts) if spec.ts else None
+    keys = [spec.dialect.quote(k) for k in spec.merge_keys]
+    ts = spec.dialect.quote(spec.ts) if spec.ts else None
     newer = f" AND s.{ts} > {since}" if ts and since else ""
     match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
     delete = (
@@ -174,9 +183,7 @@ def tracks_watermark(spec: CopySpec) -> bool:
 def read_watermark(session: WarehouseSession, spec: CopySpec) -> str | None:
     if not tracks_watermark(spec):
         return None
-    rows = session.query(f"SELECT MAX({quote_ident(spec.ts or '')}) FROM {spec.target_rel}")
-    value = rows[0][0] if rows else None
-    return None if value is None else iso(value)
+    return spec.dialect.read_watermark(session, spec.target_rel, spec.ts or "")
 
 
 #: tables per batched watermark statement (a longer UNION ALL is not cheaper per table)
@@ -213,17 +220,14 @@ def read_watermarks(session: WarehouseSession, specs: Sequence[CopySpec]) -> Wat
 
 def _read_batch(session: WarehouseSession, batch: list[CopySpec], found: WatermarkReads) -> None:
     if len(batch) > 1:
-        sql = " UNION ALL ".join(
-            f"SELECT {i} AS n, MAX({quote_ident(spec.ts or '')}) AS m FROM {spec.target_rel}"
-            for i, spec in enumerate(batch)
-        )
         try:
-            rows = session.query(sql)
+            items = [(spec.target_rel, spec.ts or "") for spec in batch]
+            values = batch[0].dialect.read_watermarks(session, items)
         except AdapterError:
-            rows = None
-        if rows is not None and len(rows) == len(batch):
-            for n, value in rows:
-                found.marks[batch[int(n)].target_rel] = None if value is None else iso(value)
+            values = None
+        if values is not None:
+            for spec, value in zip(batch, values, strict=True):
+                found.marks[spec.target_rel] = value
             return
     for spec in batch:
         try:
@@ -236,31 +240,17 @@ def _literal(text: str) -> str:
     return text.replace("'", "''")
 
 
-def iso(value: object) -> str:
-    fmt = getattr(value, "isoformat", None)
-    return str(fmt()) if callable(fmt) else str(value)
-
-
 def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark: bool = True) -> CopyResult:
     """Copy one table whose source lives in the target's warehouse; SQL only, nothing through Python.
 
     ``read_mark=False`` leaves the watermark to the caller (:func:`read_watermarks` in a batch).
     """
-    from rocky_engine.run.retry import atomically
-
     full = spec.full
     src, tgt = spec.source_rel, spec.target_rel
     rows: int | None
     if full:
         select = f"SELECT {select_list(spec)} FROM {src}"
-        if spec.target_dialect == "duckdb":
-            rows = session.execute(f"CREATE OR REPLACE TABLE {tgt} AS {select}")
-        else:
-            def rebuild() -> int | None:
-                session.execute(f"DROP TABLE IF EXISTS {tgt}")
-                return session.execute(f"CREATE TABLE {tgt} AS {select}")
-
-            rows = atomically(session, rebuild, f"rebuild {tgt}")
+        rows = spec.dialect.create_or_replace_as_select(session, spec.target, select)
     elif spec.strategy == "merge":
         since: str | None = None
         if spec.ts and spec.watermark is not None:
@@ -268,24 +258,21 @@ def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark:
         delete, insert = merge_statements(spec, src, since)
 
         def merge() -> int | None:
-            for stmt in alter_statements(spec):
-                session.execute(stmt)
+            apply_drift(session, spec)
             session.execute(delete)
             return session.execute(insert)
 
         rows = atomically(session, merge, f"merge into {tgt}")
     else:
-        ts = quote_ident(spec.timestamp_column or "")
+        ts = spec.dialect.quote(spec.timestamp_column or "")
         insert = (
             f"INSERT INTO {tgt} ({insert_columns(spec)}) SELECT {select_list(spec)} FROM {src} "
             f"WHERE {ts} > GREATEST(CAST(? AS {spec.ts_type}), (SELECT MAX({ts}) FROM {tgt}))"
         )
         params = [spec.watermark]
-        alters = alter_statements(spec)
-        if alters:
+        if has_drift_ddl(spec):
             def alter_and_insert() -> int | None:
-                for stmt in alters:
-                    session.execute(stmt)
+                apply_drift(session, spec)
                 return session.execute(insert, params)
 
             rows = atomically(session, alter_and_insert, f"alter and copy into {tgt}")

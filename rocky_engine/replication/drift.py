@@ -1,7 +1,7 @@
 """Schema drift between a source table and its existing target, decided before the copy.
 
 - a column new in the source: ``ALTER TABLE ... ADD COLUMN`` (existing target rows get NULL);
-- a column whose type widened safely (see ``sql_types.is_widening``): ``ALTER COLUMN ... TYPE``;
+- a column whose type widened safely (the target dialect's ``is_safe_widening``): ``ALTER COLUMN ... TYPE``;
 - any other type change, a narrowing included: drop the target and rebuild it with a full copy;
 - a column gone from the source: kept in the target, new rows get NULL there. Not reported: it would
   read as drift on every later run, and nothing needs doing.
@@ -13,9 +13,12 @@ tables are rebuilt on every run, so they are not checked.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import Column
-from rocky_engine.replication.sql_types import is_widening, parse_type, render_type, same_type, target_type
+
+if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
 
 ADD_COLUMN = "add_column"
 ALTER_COLUMN_TYPE = "alter_column_type"
@@ -47,11 +50,11 @@ def decide(
     source: list[Column],
     target: list[Column],
     *,
-    source_dialect: str,
-    target_dialect: str,
+    source_dialect: Dialect,
+    target_dialect: Dialect,
 ) -> DriftDecision:
     """Compare an existing target with its source (both from the run's one catalog read)."""
-    if source_dialect == target_dialect:
+    if type(source_dialect) is type(target_dialect):
         # The usual case, decided without parsing a type: in one dialect an identically spelled type is
         # the same type, so a target with every source column under the same type has not drifted.
         spelled = {c.name: c.data_type for c in target}
@@ -61,18 +64,18 @@ def decide(
     existing = {c.name: c for c in target}
     rebuild_reasons: list[str] = []
     for col in source:
-        expected = target_type(col.data_type, source_dialect, target_dialect)
-        rendered = render_type(expected, target_dialect)
+        expected = target_dialect.column_type_from(col.data_type, source_dialect)
+        rendered = target_dialect.render_type(expected)
         have = existing.get(col.name)
         if have is None:
             decision.add_columns.append((col.name, rendered))
             reason = f"column '{col.name}' ({rendered}) is new in the source"
             decision.steps.append(DriftStep(ADD_COLUMN, reason))
             continue
-        actual = parse_type(have.data_type)
-        if same_type(expected, actual, target_dialect):
+        actual = target_dialect.parse_type(have.data_type)
+        if target_dialect.same_type(expected, actual):
             continue
-        if is_widening(actual, expected):
+        if target_dialect.is_safe_widening(actual, expected):
             decision.alter_columns.append((col.name, rendered))
             decision.steps.append(
                 DriftStep(ALTER_COLUMN_TYPE, f"column '{col.name}' widened {have.data_type} -> {rendered}")

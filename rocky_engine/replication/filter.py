@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rocky_engine.config.schema_pattern import ComponentValue
 from rocky_engine.errors import UsageError
-from rocky_engine.replication.schema_pattern import ComponentValue
 
 
 def _valid_keys(components: Sequence[str]) -> str:

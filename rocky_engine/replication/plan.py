@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from rocky_engine.config.schema_pattern import Misfit, asset_key, render_template
 from rocky_engine.errors import ConfigError
-from rocky_engine.replication.schema_pattern import Misfit, asset_key, render_template
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.discovery import DiscoveredSource, DiscoverOutcome

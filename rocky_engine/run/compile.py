@@ -7,10 +7,9 @@ ephemeral model is resolved by a CTE prepended to the statement (ephemeral model
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
-from rocky_engine.adapters.base import quote_ident
+from rocky_engine.adapters.base import TableName
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.models.sql_refs import render_vars, strip_trailing_semicolon
 
@@ -20,36 +19,19 @@ _LEADING_WITH = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedTarget:
-    """A model's landing place with adapter defaults applied."""
-
-    catalog: str
-    schema: str
-    table: str
-    qualified: str  # quoted, fully qualified
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.catalog}.{self.schema}.{self.table}"
-
-    @property
-    def asset_key(self) -> list[str]:
-        return [self.catalog, self.schema, self.table]
-
-
 def compile_model(
     name: str,
     model_set: ModelSet,
-    targets: Mapping[str, ResolvedTarget],
+    targets: Mapping[str, TableName],
     variables: Mapping[str, str],
+    quote: Callable[[str], str],
 ) -> str:
-    """The executable SELECT of model ``name``.
+    """The executable SELECT of model ``name``; ``quote`` is the warehouse dialect's (ephemeral CTE names).
 
     Raises:
         ModelError: a ``{{ var() }}`` has no value.
     """
-    body, ephemerals = _rewrite(name, model_set, targets, variables)
+    body, ephemerals = _rewrite(name, model_set, targets, variables, quote)
     if not ephemerals:
         return body
     ctes: list[str] = []
@@ -59,10 +41,10 @@ def compile_model(
         if eph in done:
             return
         done.add(eph)
-        eph_body, nested = _rewrite(eph, model_set, targets, variables)
+        eph_body, nested = _rewrite(eph, model_set, targets, variables, quote)
         for inner in nested:
             add(inner)
-        ctes.append(f"{quote_ident(eph)} AS ({eph_body})")
+        ctes.append(f"{quote(eph)} AS ({eph_body})")
 
     for eph in ephemerals:
         add(eph)
@@ -76,8 +58,9 @@ def compile_model(
 def _rewrite(
     name: str,
     model_set: ModelSet,
-    targets: Mapping[str, ResolvedTarget],
+    targets: Mapping[str, TableName],
     variables: Mapping[str, str],
+    quote: Callable[[str], str],
 ) -> tuple[str, list[str]]:
     model = model_set.models[name]
     sql = model.sql
@@ -95,7 +78,7 @@ def _rewrite(
             # A model naming itself reads its own target (incremental: "WHERE ts > (SELECT max(ts) FROM
             # me)"), wherever [target] puts it.
             if model_set.models[dep].strategy.type == "ephemeral":
-                pieces.append(quote_ident(dep))
+                pieces.append(quote(dep))
                 if dep not in ephemerals:
                     ephemerals.append(dep)
             else:

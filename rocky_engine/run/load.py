@@ -2,14 +2,15 @@
 
 Every run reads every file in ``source_dir`` (relative to rocky.toml) and appends it: a load is not
 incremental, which is why load pipelines cannot be scheduled (seeds/running-without-an-orchestrator.md).
-Files are read with DuckDB's own readers; each file is loaded in its own transaction, so a bad file fails
-alone and leaves no partial rows. Without ``[target] table`` each file goes to a table named after its
-stem; with it, every file goes to that one table. A file with new columns widens the table
-(``ADD COLUMN``); missing columns read NULL. Loads write no run record (CONTRACT section 3); the files
-loaded are noted in the state store's ``loaded_files`` table for inspection only.
+Files are read by the warehouse itself (``Dialect.scan_files``: DuckDB's own readers); each file is
+loaded in its own transaction, so a bad file fails alone and leaves no partial rows. Without ``[target]
+table`` each file goes to a table named after its stem; with it, every file goes to that one table. A
+file with new columns widens the table (``ADD COLUMN``); missing columns read NULL. Loads write no run
+record (CONTRACT section 3); the files loaded are noted in the state store's ``loaded_files`` table for
+inspection only.
 
-PostgreSQL targets are refused: the DuckDB readers run inside the warehouse, and moving files into
-PostgreSQL needs a COPY path this engine does not have yet.
+A target whose dialect cannot read local files (``capabilities.reads_local_files``: PostgreSQL) is
+refused: moving files into it needs a COPY path this engine does not have yet.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocky_engine.adapters.base import WarehouseAdapter, quote_ident
-from rocky_engine.checks.sql import scalar, sql_literal
+from rocky_engine.adapters.base import TableName, WarehouseAdapter
+from rocky_engine.checks.sql import scalar
 from rocky_engine.config.pipelines import LoadPipeline
 from rocky_engine.errors import AdapterError, ConfigError, RockyError, UsageError
 from rocky_engine.logs import get_logger
@@ -97,31 +98,22 @@ def discover_files(pipeline: LoadPipeline, source_dir: Path) -> list[SourceFile]
     return files
 
 
-def reader_sql(file: SourceFile) -> str:
-    """The DuckDB table function that reads ``file``."""
-    path = sql_literal(str(file.path))
-    if file.format == "parquet":
-        return f"read_parquet({path})"
-    if file.format == "jsonl":
-        return f"read_json_auto({path}, format = 'newline_delimited')"
-    return f"read_csv_auto({path})"
-
-
 def load_file(adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool) -> int:
     """Append one file to its table in one transaction; return the rows loaded."""
     target = pipeline.target
-    qualified = adapter.qualified(target.schema_, file.table, target.catalog)
-    select = f"SELECT * FROM {reader_sql(file)}"
+    dialect = adapter.dialect
+    table = TableName(target.catalog, target.schema_, file.table,
+                      adapter.qualified(target.schema_, file.table, target.catalog))
+    select = f"SELECT * FROM {dialect.scan_files(file.format, [str(file.path)])}"
     with adapter.transaction():
         if not exists:
-            adapter.execute(f"CREATE TABLE {qualified} AS {select}")
-            return int(scalar(adapter.query(f"SELECT COUNT(*) FROM {qualified}")) or 0)
+            dialect.create_table_as(adapter, table.qualified, select)
+            return int(scalar(adapter.query(f"SELECT COUNT(*) FROM {table.qualified}")) or 0)
         have = {c.name.lower() for c in adapter.describe(target.schema_, file.table, target.catalog)}
-        for name, data_type, *_ in adapter.query(f"DESCRIBE {select}"):
-            if str(name).lower() not in have:
-                adapter.execute(f"ALTER TABLE {qualified} ADD COLUMN {quote_ident(str(name))} {data_type}")
-        rows = adapter.execute(f"INSERT INTO {qualified} BY NAME {select}")
-        return int(rows or 0)
+        for column in dialect.describe_select(adapter, select):
+            if column.name.lower() not in have:
+                dialect.add_column(adapter, table.qualified, column.name, column.data_type)
+        return int(dialect.insert_select(adapter, table, select) or 0)
 
 
 def resolve_source_dir(project: Project, name: str, pipeline: LoadPipeline) -> Path:
@@ -163,8 +155,10 @@ def execute_load(
                          hint=f"run it with `rocky run --pipeline {name}`")
     t0 = time.perf_counter()
     source_dir = resolve_source_dir(project, name, pipeline)
+    from rocky_engine.adapters.registry import dialect_of
+
     adapter_cfg = project.config.adapter(pipeline.target.adapter)
-    if adapter_cfg.type != "duckdb":
+    if not dialect_of(project.config, pipeline.target.adapter).capabilities.reads_local_files:
         raise ConfigError(
             f"load pipeline '{name}' targets adapter '{pipeline.target.adapter}' of type "
             f"'{adapter_cfg.type}'; load pipelines read files with DuckDB and support DuckDB targets only",

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
 from rocky_engine.checks.history import all_records
-from rocky_engine.checks.sql import sql_literal
 from rocky_engine.checks.table_checks import CheckTarget, TableCheckOutcome, run_table_checks
 from rocky_engine.config.pipelines import QualityPipeline
 from rocky_engine.errors import AdapterError
@@ -225,16 +224,6 @@ class QualityRunner:
 
 
 def _list_columns(adapter: WarehouseAdapter, catalog: str, schema: str) -> dict[str, list[str]]:
-    """Every table and view of a schema with its columns, in one catalog query.
-
-    PostgreSQL names relations without a catalog (the connection's database), so only DuckDB filters on it.
-    """
-    catalog_filter = f" AND table_catalog = {sql_literal(catalog)}" if adapter.type == "duckdb" else ""
-    rows = adapter.query(
-        "SELECT table_name, column_name FROM information_schema.columns "
-        f"WHERE table_schema = {sql_literal(schema)}{catalog_filter} ORDER BY table_name, ordinal_position"
-    )
-    listing: dict[str, list[str]] = {}
-    for table, column in rows:
-        listing.setdefault(str(table), []).append(str(column))
-    return listing
+    """Every table and view of a schema with its columns, in one catalog query."""
+    found = adapter.read_columns(catalog, [schema])
+    return {table: [c.name for c in columns] for (_, table), columns in found.items()}

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.config.schema_pattern import SchemaPattern
 from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
-from rocky_engine.replication.schema_pattern import SchemaPattern
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
 from rocky_engine.run.output import (
     DriftAction,
@@ -86,8 +86,10 @@ class ReplicationRunner:
         pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
         filt = ReplicationFilter.parse(ctx.options.filter, pattern.names) if ctx.options.filter else None
         from rocky_engine.adapters import open_adapter
+        from rocky_engine.adapters.registry import same_database
 
-        same = _same_warehouse(ctx, pipeline.source.adapter, pipeline.target.adapter)
+        # Source and target in one database: copies are SQL only.
+        same = same_database(ctx.config, pipeline.source.adapter, pipeline.target.adapter)
         source = open_adapter(ctx.config, pipeline.source.adapter)
         try:
             target = source if same else open_adapter(ctx.config, pipeline.target.adapter)
@@ -389,20 +391,6 @@ class ReplicationRunner:
             self.ctx.log.error("check gate: an error-severity check failed on %d copied table(s): %s",
                                len(gate), ", ".join(gate[:5]))
         return out
-
-
-def _same_warehouse(ctx: RunContext, source: str, target: str) -> bool:
-    """Whether source and target adapters reach the same database (then copies are SQL only)."""
-    if source == target:
-        return True
-    from rocky_engine.config.adapters import DuckDbAdapterConfig
-
-    a, b = ctx.config.adapter(source), ctx.config.adapter(target)
-    if not (isinstance(a, DuckDbAdapterConfig) and isinstance(b, DuckDbAdapterConfig)):
-        return False
-    path_a, path_b = a.resolved_path(ctx.config.root), b.resolved_path(ctx.config.root)
-    # Two in-memory adapters are two separate databases.
-    return path_a is not None and path_b is not None and path_a.resolve() == path_b.resolve()
 
 
 def _checks_active(checks: ChecksConfig) -> bool:

@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rocky_engine.adapters.base import Column
+from rocky_engine.adapters.base import Column, TableName
 from rocky_engine.errors import AdapterError
-from rocky_engine.replication.catalog import read_columns
 from rocky_engine.replication.copy_sql import CopySpec
 from rocky_engine.replication.drift import DriftDecision, decide
 from rocky_engine.replication.plan import TablePlan
-from rocky_engine.replication.sql_types import render_type, target_type
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter
@@ -63,11 +61,11 @@ def prepare(
     source_schemas = {p.source_schema for p in plans}
     target_schemas = {p.target_schema for p in plans if p.target_catalog not in bad_catalog}
     if same_warehouse and source_catalog == target.catalog:
-        both = read_columns(source, source.type, source_catalog, source_schemas | target_schemas)
+        both = source.read_columns(source_catalog, sorted(source_schemas | target_schemas))
         src_cols, tgt_cols = both, both
     else:
-        src_cols = read_columns(source, source.type, source_catalog, source_schemas)
-        tgt_cols = read_columns(target, target.type, target.catalog, target_schemas)
+        src_cols = source.read_columns(source_catalog, sorted(source_schemas))
+        tgt_cols = target.read_columns(target.catalog, sorted(target_schemas))
     metadata_names = [m.name for m in pipeline.metadata_columns]
     for plan in plans:
         prepared = PreparedTable(plan)
@@ -92,28 +90,29 @@ def prepare(
             )
             continue
         existing = tgt_cols.get((plan.target_schema, plan.table))
+        target_rel = target.qualified(plan.target_schema, plan.table, plan.target_catalog)
         spec = CopySpec(
             strategy=pipeline.strategy,
             source_rel=source.qualified(plan.source_schema, plan.table, source_catalog),
-            target_rel=target.qualified(plan.target_schema, plan.table, plan.target_catalog),
+            target=TableName(plan.target_catalog, plan.target_schema, plan.table, target_rel),
             columns=columns,
+            dialect=target.dialect,
             metadata=pipeline.metadata_columns,
             timestamp_column=pipeline.timestamp_column,
             merge_keys=pipeline.merge_keys,
             watermark=watermarks.get(plan.key),
             target_exists=existing is not None,
-            source_dialect=source.type,
-            target_dialect=target.type,
+            source_dialect=None if same_warehouse else source.dialect,
         )
         if not same_warehouse:
+            to = target.dialect
             spec.target_types = {
-                c.name: render_type(target_type(c.data_type, source.type, target.type), target.type)
-                for c in columns
+                c.name: to.render_type(to.column_type_from(c.data_type, source.dialect)) for c in columns
             }
         if existing is not None and pipeline.strategy != "full_refresh":
             result.tables_checked += 1
-            drift = decide(columns, _without(existing, metadata_names), source_dialect=source.type,
-                           target_dialect=target.type)
+            drift = decide(columns, _without(existing, metadata_names), source_dialect=source.dialect,
+                           target_dialect=target.dialect)
             if drift.drifted:
                 result.tables_drifted += 1
                 spec.drift = drift

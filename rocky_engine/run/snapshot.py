@@ -11,8 +11,9 @@ The first run copies every source row as current. Later runs, in ONE transaction
    ``valid_from`` = its ``updated_at``.
 
 A rerun with an unchanged source changes nothing. Statements are plain SQL (``UPDATE ... FROM``,
-``NOT EXISTS``) that DuckDB and PostgreSQL both run. Source and target must be on the same adapter: the
-statements join them. Checks configured on the pipeline run on the target afterwards and are advisory.
+``NOT EXISTS``) that DuckDB and PostgreSQL both run; the DDL and the quoting are the dialect's. Source
+and target must be on the same adapter: the statements join them. Checks configured on the pipeline run
+on the target afterwards and are advisory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rocky_engine.adapters.base import WarehouseAdapter, quote_ident
+from rocky_engine.adapters.base import WarehouseAdapter
 from rocky_engine.checks.history import check_records
 from rocky_engine.checks.sql import scalar, timestamp_literal
 from rocky_engine.checks.table_checks import CheckTarget, run_table_checks
@@ -191,14 +192,16 @@ def apply_snapshot(
     _require_columns(pipeline, names)
     _require_clean_keys(adapter, pipeline, src_q)
     target_cols = adapter.describe(tgt.schema_, tgt.table, tgt.catalog)
-    q = quote_ident
+    dialect = adapter.dialect
+    q = dialect.quote
     upd = q(pipeline.updated_at)
     with adapter.transaction():
         if not target_cols:
             adapter.ensure_schema(tgt.schema_, tgt.catalog)
-            adapter.execute(
-                f"CREATE TABLE {tgt_q} AS SELECT s.*, s.{upd} AS {q(VALID_FROM)}, "
-                f"CASE WHEN FALSE THEN s.{upd} END AS {q(VALID_TO)} FROM {src_q} AS s"
+            dialect.create_table_as(
+                adapter, tgt_q,
+                f"SELECT s.*, s.{upd} AS {q(VALID_FROM)}, "
+                f"CASE WHEN FALSE THEN s.{upd} END AS {q(VALID_TO)} FROM {src_q} AS s",
             )
             inserted = int(scalar(adapter.query(f"SELECT COUNT(*) FROM {tgt_q}")) or 0)
             return SnapshotResult(created=True, inserted=inserted, closed=0, hard_deleted=0)
@@ -211,7 +214,7 @@ def apply_snapshot(
         for col in source_cols:
             # New source columns join the history from now on; older versions read NULL there.
             if col.name.lower() not in existing:
-                adapter.execute(f"ALTER TABLE {tgt_q} ADD COLUMN {q(col.name)} {col.data_type}")
+                dialect.add_column(adapter, tgt_q, col.name, col.data_type)
         on = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in pipeline.unique_key)
         current = f"t.{q(VALID_TO)} IS NULL"
         closed = adapter.execute(
@@ -256,7 +259,7 @@ def _require_columns(pipeline: SnapshotPipeline, names: list[str]) -> None:
 
 def _require_clean_keys(adapter: WarehouseAdapter, pipeline: SnapshotPipeline, src_q: str) -> None:
     """A key must identify one source row, or a run would insert several current versions of it."""
-    keys = [quote_ident(k) for k in pipeline.unique_key]
+    keys = [adapter.quote(k) for k in pipeline.unique_key]
     any_null = " OR ".join(f"{k} IS NULL" for k in keys)
     group = ", ".join(keys)
     row = adapter.query(

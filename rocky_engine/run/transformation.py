@@ -9,12 +9,13 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
 from rocky_engine.errors import AdapterError, ModelError, RockyError, UsageError
 from rocky_engine.models.dag import ModelSet
-from rocky_engine.run.compile import ResolvedTarget, compile_model
+from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.materialize import Materialized, materialize
 from rocky_engine.run.output import (
@@ -86,14 +87,14 @@ class TransformationRunner:
         configured = getattr(getattr(self.ctx.pipeline, "execution", None), "concurrency", None)
         return configured if isinstance(configured, int) and configured > 0 else DEFAULT_PARALLEL
 
-    def _resolve_targets(self, adapter: WarehouseAdapter, model_set: ModelSet) -> dict[str, ResolvedTarget]:
-        default_schema = getattr(adapter, "default_schema", "main")
-        targets: dict[str, ResolvedTarget] = {}
+    def _resolve_targets(self, adapter: WarehouseAdapter, model_set: ModelSet) -> dict[str, TableName]:
+        default_schema = adapter.default_schema
+        targets: dict[str, TableName] = {}
         for name, model in model_set.models.items():
             catalog = model.target.catalog or adapter.catalog
             schema = model.target.schema or default_schema
             table = model.target.table or name
-            targets[name] = ResolvedTarget(catalog, schema, table, adapter.qualified(schema, table, catalog))
+            targets[name] = TableName(catalog, schema, table, adapter.qualified(schema, table, catalog))
         # Two models writing one relation would silently overwrite each other, in whichever order they ran.
         owners: dict[str, str] = {}
         for name in sorted(targets):
@@ -110,7 +111,7 @@ class TransformationRunner:
 
     def _prepare_schemas(
         self, adapter: WarehouseAdapter, model_set: ModelSet, selected: list[str],
-        targets: dict[str, ResolvedTarget], out: RunOutput,
+        targets: dict[str, TableName], out: RunOutput,
     ) -> None:
         governance = getattr(self.ctx.pipeline.target, "governance", None)
         auto_create = bool(getattr(governance, "auto_create_schemas", True))
@@ -150,13 +151,13 @@ class TransformationRunner:
             "run %s: pipeline %s, %d model(s) to build, concurrency %d",
             ctx.run_id, ctx.pipeline_name, len(runnable), parallel,
         )
-        compiled = self._compile(runnable, model_set, targets)
+        compiled = self._compile(runnable, model_set, targets, adapter.quote)
         sessions: list[WarehouseSession] = [adapter] if parallel == 1 else [
             adapter.session() for _ in range(parallel)
         ]
         for session in sessions:
             ctx.guard.on_interrupt(session.interrupt)
-        dialect = adapter.type
+        dialect = adapter.dialect
         deps = {n: model_set.models[n].depends_on for n in runnable}
         # Ephemeral models are inlined: a runnable model waits on the real models behind them.
         for name in runnable:
@@ -223,7 +224,8 @@ class TransformationRunner:
         return out
 
     def _compile(
-        self, runnable: list[str], model_set: ModelSet, targets: dict[str, ResolvedTarget]
+        self, runnable: list[str], model_set: ModelSet, targets: dict[str, TableName],
+        quote: Callable[[str], str],
     ) -> dict[str, str | ModelError]:
         """Compile every model up front, then fire ``compile_complete`` (an abort there builds nothing).
 
@@ -233,7 +235,7 @@ class TransformationRunner:
         compiled: dict[str, str | ModelError] = {}
         for name in runnable:
             try:
-                compiled[name] = compile_model(name, model_set, targets, self.ctx.options.variables)
+                compiled[name] = compile_model(name, model_set, targets, self.ctx.options.variables, quote)
             except ModelError as exc:
                 compiled[name] = exc
         failed = sorted(n for n, select in compiled.items() if isinstance(select, ModelError))
@@ -242,7 +244,7 @@ class TransformationRunner:
         return compiled
 
     def _check(
-        self, adapter: WarehouseAdapter, model_set: ModelSet, targets: dict[str, ResolvedTarget],
+        self, adapter: WarehouseAdapter, model_set: ModelSet, targets: dict[str, TableName],
         out: RunOutput,
     ) -> None:
         """Run ``[checks]`` on every model this run built as a table (views and ephemerals hold no data)."""
@@ -259,7 +261,7 @@ class TransformationRunner:
 
     def _record(
         self, outcome: TaskOutcome[Materialized], model_set: ModelSet,
-        targets: dict[str, ResolvedTarget], out: RunOutput,
+        targets: dict[str, TableName], out: RunOutput,
     ) -> None:
         name = outcome.name
         target = targets[name]
@@ -315,7 +317,5 @@ def _failure_kind(error: BaseException | None) -> str:
     if isinstance(error, _CompileError):
         return "compile-error"
     if isinstance(error, AdapterError):
-        if error.failure_kind in ("query-rejected",) and "Parser Error" in error.message:
-            return "compile-error"
         return error.failure_kind
     return "unknown"

@@ -21,8 +21,7 @@ from rocky_engine.errors import HookAbort
 from rocky_engine.run.output import RunOutput, TableError
 
 if TYPE_CHECKING:
-    from rocky_engine.adapters.base import WarehouseSession
-    from rocky_engine.run.compile import ResolvedTarget
+    from rocky_engine.adapters.base import TableName, WarehouseSession
     from rocky_engine.run.context import RunContext
 
 
@@ -39,7 +38,7 @@ class CheckedModel:
     """A model built as a table in this run, to be checked."""
 
     model: str
-    target: ResolvedTarget
+    target: TableName
     #: the column freshness reads (the model strategy's ``timestamp_column``); None: no freshness
     timestamp_column: str | None
 

@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.adapters.discovery import FailedSource, open_discovery
-from rocky_engine.adapters.fivetran import (
-    FivetranApiError,
-    FivetranDiscovery,
-    parse_sync_time,
-    retry_after_seconds,
-)
+from rocky_engine.adapters.fivetran.client import FivetranApiError, retry_after_seconds
+from rocky_engine.adapters.fivetran.discovery import FivetranDiscovery, parse_sync_time
 from rocky_engine.config import load_config
 from rocky_engine.config.pipelines import ReplicationPipeline
 from tests.fixtures.fake_fivetran import Failure, FakeConnector, FakeFivetran, project_toml, serve
@@ -146,7 +142,7 @@ def test_timeout_is_classified_as_timeout(
     tmp_path: Path, fake: FakeFivetran, base_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Generous: the healthy connectors must still answer in time on a loaded machine.
-    monkeypatch.setattr("rocky_engine.adapters.fivetran.REQUEST_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr("rocky_engine.adapters.fivetran.client.REQUEST_TIMEOUT_SECONDS", 1.0)
     fake.schema_failures["conn_c"] = Failure(status=200, delay=3.0)
     discovery, pipeline = _discovery(tmp_path, fake, base_url)
     outcome = discovery.discover(pipeline)

@@ -10,7 +10,8 @@ import pytest
 
 from rocky_engine.adapters.base import Column, Relation
 from rocky_engine.adapters.failure import classify_sqlstate
-from rocky_engine.adapters.postgres_adapter import PostgresAdapter, _pyformat
+from rocky_engine.adapters.postgres.adapter import PostgresAdapter
+from rocky_engine.adapters.postgres.connection import pyformat
 from rocky_engine.config.adapters import PostgresAdapterConfig
 from rocky_engine.errors import AdapterError
 from tests.fixtures.postgres import PG_PASSWORD, PgDatabase, PgServer
@@ -36,10 +37,10 @@ def pg(pg_db: PgDatabase) -> Iterator[PostgresAdapter]:
 
 
 def test_qmark_placeholders_become_pyformat_outside_literals_and_comments() -> None:
-    assert _pyformat("SELECT ? WHERE a = ?") == "SELECT %s WHERE a = %s"
-    assert _pyformat("SELECT '?', \"a?\", ? -- why?\n") == "SELECT '?', \"a?\", %s -- why?\n"
-    assert _pyformat("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
-    assert _pyformat("SELECT 5 % 2, '50%' /* 1%? */, ?") == "SELECT 5 %% 2, '50%%' /* 1%%? */, %s"
+    assert pyformat("SELECT ? WHERE a = ?") == "SELECT %s WHERE a = %s"
+    assert pyformat("SELECT '?', \"a?\", ? -- why?\n") == "SELECT '?', \"a?\", %s -- why?\n"
+    assert pyformat("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
+    assert pyformat("SELECT 5 % 2, '50%' /* 1%? */, ?") == "SELECT 5 %% 2, '50%%' /* 1%%? */, %s"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
 
 SEED = [
     "CREATE SCHEMA shop",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
 from rocky_engine.checks.assertions import assertion_applies, assertion_sql, run_assertion, run_assertions
 from rocky_engine.config.checks import Assertion
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
 from rocky_engine.checks.sql import (
     as_utc,
     columns_of,

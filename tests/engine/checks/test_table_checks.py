@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
 from rocky_engine.checks import CheckTarget, check_records, detect_anomaly, run_table_checks
 from rocky_engine.config.checks import ChecksConfig
 from rocky_engine.state import CheckRecord, StateStore

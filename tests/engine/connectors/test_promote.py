@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from rocky_engine.adapters.base import Column
+from rocky_engine.adapters.duckdb.dialect import DIALECT as DUCKDB
 from rocky_engine.connectors.promote import DriftError, plan_drift
 from tests.engine.connectors.kit import ConnectorProject
 
@@ -15,16 +16,17 @@ def cols(*pairs: str) -> list[Column]:
 
 
 def test_drift_plan_rules() -> None:
-    plan = plan_drift(cols("id:BIGINT", "amount:DOUBLE", "note:VARCHAR"), cols("ID:INTEGER", "amount:FLOAT"))
+    plan = plan_drift(cols("id:BIGINT", "amount:DOUBLE", "note:VARCHAR"), cols("ID:INTEGER", "amount:FLOAT"),
+                      DUCKDB)
     assert plan.add_columns == [("note", "VARCHAR")]
     assert plan.alter_columns == [("ID", "BIGINT"), ("amount", "DOUBLE")]
     assert plan.steps == ["ADD COLUMN note VARCHAR", "ALTER COLUMN ID TYPE BIGINT",
                           "ALTER COLUMN amount TYPE DOUBLE"]
     # a batch narrower than the target needs nothing: the INSERT casts
-    assert plan_drift(cols("id:INTEGER"), cols("id:BIGINT")).steps == []
-    assert plan_drift(cols("id:INT8"), cols("id:BIGINT")).steps == []
+    assert plan_drift(cols("id:INTEGER"), cols("id:BIGINT"), DUCKDB).steps == []
+    assert plan_drift(cols("id:INT8"), cols("id:BIGINT"), DUCKDB).steps == []
     with pytest.raises(DriftError, match="column 'id' is BIGINT in the target and VARCHAR in the batch"):
-        plan_drift(cols("id:VARCHAR"), cols("id:BIGINT"))
+        plan_drift(cols("id:VARCHAR"), cols("id:BIGINT"), DUCKDB)
 
 
 def test_drift_add_column_and_widening_through_a_run(cp: ConnectorProject) -> None:

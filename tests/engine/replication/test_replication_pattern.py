@@ -6,15 +6,15 @@ import re
 
 import pytest
 
-from rocky_engine.errors import ConfigError, UsageError
-from rocky_engine.replication.filter import ReplicationFilter
-from rocky_engine.replication.schema_pattern import (
+from rocky_engine.config.schema_pattern import (
     Misfit,
     ParsedSchema,
     SchemaPattern,
     asset_key,
     render_template,
 )
+from rocky_engine.errors import ConfigError, UsageError
+from rocky_engine.replication.filter import ReplicationFilter
 
 
 def test_fixed_components_parse() -> None:

@@ -8,21 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from rocky_engine.errors import ConfigError
 from tests.engine.replication.conftest import ReplicationProject
 from tests.fixtures.postgres import PgDatabase
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 
-def _config(pg: PgDatabase, source: str, target: str, *, extra: str = "", catalog: str = "wh") -> str:
+def _config(
+    pg: PgDatabase, source: str, target: str, *, extra: str = "", catalog: str = "wh",
+    wh: PgDatabase | None = None,
+) -> str:
+    """``pg`` and ``wh`` adapters: ``wh`` is a DuckDB file, or the PostgreSQL database ``wh`` when given."""
+    kind, where = ("postgres", f'dsn = "{wh.conninfo}"') if wh else ("duckdb", 'path = "wh.duckdb"')
     return textwrap.dedent(f"""\
         [adapter.pg]
         type = "postgres"
         dsn = "{pg.conninfo}"
 
         [adapter.wh]
-        type = "duckdb"
-        path = "wh.duckdb"
+        type = "{kind}"
+        {where}
 
         [pipeline.raw]
         type = "replication"
@@ -158,3 +164,55 @@ def test_inside_one_postgres_database(pg_db: PgDatabase, tmp_path: Path) -> None
     ]
     result = pg_db.sql("SELECT count(*), max(name) FILTER (WHERE id = 7) FROM stg__shop.orders")
     assert result == [(1000, "renamed")]
+
+
+def test_postgres_to_another_postgres_database_keeps_binary_and_typed_text(
+    pg_db: PgDatabase, tmp_path: Path
+) -> None:
+    # Two databases are two warehouses: rows travel through Arrow and COPY, so bytea must reach the CSV in
+    # its hex text form (raw bytes with a NUL, a backslash or invalid UTF-8 would not load).
+    target = PgDatabase(pg_db.server, pg_db.server.create_database(f"{pg_db.name}_t"))
+    try:
+        pg_db.sql(
+            "CREATE SCHEMA src__shop; CREATE TABLE src__shop.blobs (id integer, b bytea, u uuid, j jsonb, "
+            "big numeric, ts timestamp);"
+            "INSERT INTO src__shop.blobs SELECT g, decode('00ff5c78' || lpad(to_hex(g), 4, '0'), 'hex'), "
+            "md5(g::text)::uuid, jsonb_build_object('g', g), g::numeric * 1e30, "
+            "TIMESTAMP '2026-01-01' + g * INTERVAL '1 second' FROM generate_series(1, 3000) g;"
+            "INSERT INTO src__shop.blobs VALUES (0, NULL, NULL, NULL, NULL, TIMESTAMP '2026-01-01')"
+        )
+        rp = ReplicationProject(tmp_path)
+        rp.write_config(_config(pg_db, "pg", "wh", catalog=target.name, wh=target))
+        first = rp.run()
+        assert first.status == "Success", first.errors
+        assert first.materializations[0].rows_copied == 3001
+        same = target.sql(
+            "SELECT count(*) FILTER (WHERE b = decode('00ff5c78' || lpad(to_hex(id), 4, '0'), 'hex')), "
+            "count(*) FILTER (WHERE b IS NULL), count(*) FILTER (WHERE u = md5(id::text)::uuid), "
+            "count(*) FILTER (WHERE j = jsonb_build_object('g', id)) FROM stg__shop.blobs"
+        )
+        assert same == [(3000, 1, 3000, 3000)]
+        types = dict(target.sql("SELECT column_name, data_type FROM information_schema.columns "
+                                "WHERE table_schema = 'stg__shop' AND table_name = 'blobs'"))
+        assert types == {"id": "integer", "b": "bytea", "u": "uuid", "j": "jsonb", "big": "numeric",
+                         "ts": "timestamp without time zone"}
+    finally:
+        pg_db.server.drop_database(target.name)
+
+
+def test_a_postgres_source_is_one_database(pg_db: PgDatabase, tmp_path: Path) -> None:
+    # A single-catalog warehouse (capabilities.single_catalog) refuses another source catalog by name,
+    # instead of discovering nothing.
+    rp = ReplicationProject(tmp_path)
+    source = '[pipeline.raw.source]\nadapter = "pg"\n'
+    config = _config(pg_db, "pg", "wh")
+    assert source in config
+    rp.write_config(config.replace(source, source + 'catalog = "elsewhere"\n'))
+    with pytest.raises(ConfigError) as caught:
+        rp.run()
+    assert caught.value.message == (
+        f"source.catalog: source catalog 'elsewhere' is not the database of adapter 'pg' ('{pg_db.name}')"
+    )
+    assert caught.value.hint == (
+        "a postgres adapter reads one database: point [source] at that database's adapter"
+    )

@@ -9,8 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from rocky_engine.adapters.base import Column
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter
+from rocky_engine.adapters.base import Column, TableName
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
+from rocky_engine.adapters.duckdb.dialect import DIALECT as DUCKDB
 from rocky_engine.replication.copy_sql import CopySpec, read_watermark, read_watermarks
 from rocky_engine.replication.drift import decide
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, run_tables
@@ -19,8 +20,10 @@ from tests.engine.replication.conftest import RecordingSink, ReplicationProject
 
 
 def _spec(table: str, ts_type: str, strategy: str = "incremental") -> CopySpec:
-    return CopySpec(strategy=strategy, source_rel=f"s.{table}", target_rel=f"t.{table}",
-                    columns=[Column("id", "BIGINT"), Column("ts", ts_type)], timestamp_column="ts")
+    return CopySpec(strategy=strategy, source_rel=f"s.{table}",
+                    target=TableName("wh", "t", table, f"t.{table}"),
+                    columns=[Column("id", "BIGINT"), Column("ts", ts_type)], dialect=DUCKDB,
+                    timestamp_column="ts")
 
 
 @pytest.fixture
@@ -153,14 +156,14 @@ def test_a_target_that_cannot_be_read_after_its_copy_keeps_its_stored_watermark(
 
 def test_identical_columns_are_no_drift_and_other_spellings_are_still_compared() -> None:
     cols = [Column("id", "INTEGER"), Column("v", "VARCHAR"), Column("ts", "TIMESTAMP")]
-    assert not decide(cols, list(cols), source_dialect="duckdb", target_dialect="duckdb").drifted
+    assert not decide(cols, list(cols), source_dialect=DUCKDB, target_dialect=DUCKDB).drifted
     # Spelled differently but the same type: compared through the type rules, still no drift.
     spelled = [Column("id", "INT"), Column("v", "VARCHAR"), Column("ts", "TIMESTAMP")]
-    assert not decide(cols, spelled, source_dialect="duckdb", target_dialect="duckdb").drifted
+    assert not decide(cols, spelled, source_dialect=DUCKDB, target_dialect=DUCKDB).drifted
     widened = [Column("id", "BIGINT"), Column("v", "VARCHAR"), Column("ts", "TIMESTAMP")]
-    narrower = decide(widened, cols, source_dialect="duckdb", target_dialect="duckdb")
+    narrower = decide(widened, cols, source_dialect=DUCKDB, target_dialect=DUCKDB)
     assert narrower.alter_columns == [("id", "BIGINT")]
-    added = decide([*cols, Column("extra", "DOUBLE")], cols, source_dialect="duckdb", target_dialect="duckdb")
+    added = decide([*cols, Column("extra", "DOUBLE")], cols, source_dialect=DUCKDB, target_dialect=DUCKDB)
     assert added.add_columns == [("extra", "DOUBLE")]
 
 

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from rocky_engine.adapters.base import WarehouseSession
-from rocky_engine.adapters.duckdb_adapter import DuckDbSession
+from rocky_engine.adapters.duckdb.adapter import DuckDbSession
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 
 

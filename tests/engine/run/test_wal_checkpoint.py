@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.adapters import duckdb_adapter
 from rocky_engine.adapters.base import WarehouseSession
-from rocky_engine.adapters.duckdb_adapter import DuckDbAdapter, DuckDbSession, WalCheckpoint
+from rocky_engine.adapters.duckdb import checkpoint
+from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter, DuckDbSession
+from rocky_engine.adapters.duckdb.checkpoint import WalCheckpoint
 from rocky_engine.errors import AdapterError
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, run_tables
 from rocky_engine.run.dag_executor import run_dag
@@ -157,7 +158,7 @@ def test_read_only_and_in_memory_warehouses_need_no_checkpoint(tmp_path: Path) -
 def test_a_transformation_run_checkpoints_between_models(
     wp: WarehouseProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(duckdb_adapter, "WAL_CHECKPOINT_BYTES", 1)
+    monkeypatch.setattr(checkpoint, "WAL_CHECKPOINT_BYTES", 1)
     ran: list[int] = []
     real_run = WalCheckpoint.run
 

@@ -1,16 +1,17 @@
-"""Statement retries with exponential backoff, and one circuit breaker per adapter per run.
+"""Statement retries with exponential backoff, sharing one circuit breaker per adapter per run.
 
 ``[adapter.NAME.retry]`` (CONTRACT section 1): only ``transient`` and ``connection-failed`` errors are
 retried, up to ``max_retries`` times, after ``initial_backoff_ms * backoff_multiplier**n`` capped at
-``max_backoff_ms`` (full jitter: a uniform draw below that when ``jitter``). Every failed attempt counts
-towards ``circuit_breaker_threshold`` consecutive failures; once the breaker is open every statement on
-that adapter fails fast without touching the warehouse, until ``circuit_breaker_recovery_timeout_secs``
-lets one probe through (half-open) or, when unset, for the rest of the run. Any answer from the warehouse,
-even a permanent error such as a syntax error, proves it is reachable and resets the count.
+``max_backoff_ms`` (full jitter: a uniform draw below that when ``jitter``). Every attempt is reported to
+the adapter's ``CircuitBreaker`` (``adapters.breaker``), which makes every statement fail fast once the
+warehouse stopped answering.
 
 Transactions: statements inside ``transaction()`` are not retried one by one (re-running the middle of a
 transaction whose connection died would run it outside the transaction). ``atomically(session, fn)``
 retries a whole transaction instead; use it only for idempotent units (drop + create, delete + insert).
+
+The copy seam (``read_arrow`` / ``write_arrow``) is not retried: a stream half consumed cannot be replayed.
+A failed table copy is retried whole by the run's ``table_retries``.
 """
 
 from __future__ import annotations
@@ -20,125 +21,29 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rocky_engine.adapters.base import Column, Maintenance, Relation, WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.base import (
+    CatalogTable,
+    Column,
+    Maintenance,
+    Relation,
+    TableColumns,
+    WarehouseAdapter,
+    WarehouseSession,
+)
+from rocky_engine.adapters.breaker import CircuitBreaker
 from rocky_engine.adapters.failure import RETRYABLE_KINDS
 from rocky_engine.config.adapters import RetryConfig
 from rocky_engine.errors import AdapterError
 from rocky_engine.logs import get_logger
 
+if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
+    from rocky_engine.adapters.sql_types import SqlType
+
 T = TypeVar("T")
-BreakerState = Literal["closed", "open", "half-open"]
-
-
-class CircuitBreaker:
-    """Opens after ``threshold`` consecutive failures (0 disables it); thread-safe, one per adapter."""
-
-    def __init__(
-        self,
-        threshold: int,
-        recovery_timeout_secs: int | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        *,
-        adapter: str = "warehouse",
-        log: logging.Logger | None = None,
-    ) -> None:
-        self.threshold = threshold
-        self.recovery_timeout_secs = recovery_timeout_secs
-        self.adapter = adapter
-        self._clock = clock
-        self._log = log or get_logger("retry")
-        self._lock = threading.Lock()
-        self._state: BreakerState = "closed"
-        self._failures = 0
-        self._opened_at = 0.0
-        self._probing = False
-
-    @classmethod
-    def for_adapter(
-        cls, adapter: str, cfg: RetryConfig, clock: Callable[[], float] = time.monotonic
-    ) -> CircuitBreaker:
-        return cls(
-            cfg.circuit_breaker_threshold, cfg.circuit_breaker_recovery_timeout_secs, clock, adapter=adapter
-        )
-
-    @property
-    def state(self) -> BreakerState:
-        return self._state
-
-    @property
-    def consecutive_failures(self) -> int:
-        return self._failures
-
-    def before_call(self) -> None:
-        """Let a call through, or raise the fail-fast error while the breaker is open.
-
-        Raises:
-            AdapterError: ``connection-failed``, the breaker is open (or a half-open probe is in flight).
-        """
-        if self._state == "closed":  # the hot path takes no lock
-            return
-        with self._lock:
-            if self._state == "open":
-                timeout = self.recovery_timeout_secs
-                if timeout is None or self._clock() - self._opened_at < timeout:
-                    raise self.open_error()
-                self._state = "half-open"
-                self._log.warning("circuit breaker of adapter '%s' half-open: probing with one statement",
-                                  self.adapter)
-            elif self._state == "half-open" and self._probing:
-                raise self.open_error()
-            if self._state == "half-open":
-                self._probing = True
-
-    def record_success(self) -> None:
-        """The warehouse answered: close the breaker and reset the count."""
-        if self._state == "closed" and self._failures == 0:
-            return
-        with self._lock:
-            if self._state != "closed":
-                self._log.warning("circuit breaker of adapter '%s' closed: the warehouse answers again",
-                                  self.adapter)
-            self._state = "closed"
-            self._failures = 0
-            self._probing = False
-
-    def record_failure(self) -> bool:
-        """Count one failed attempt; True when this failure opened the breaker."""
-        with self._lock:
-            self._failures += 1
-            if self.threshold <= 0:
-                return False
-            if self._state == "half-open" or (self._state == "closed" and self._failures >= self.threshold):
-                self._state = "open"
-                self._opened_at = self._clock()
-                self._probing = False
-                self._log.warning(
-                    "circuit breaker of adapter '%s' opened after %d consecutive failures; remaining "
-                    "statements fail fast", self.adapter, self._failures,
-                )
-                return True
-            return False
-
-    def abandon(self) -> None:
-        """A call ended without a warehouse verdict (e.g. a bug or an interrupt): free the probe slot."""
-        with self._lock:
-            self._probing = False
-
-    def open_error(self) -> AdapterError:
-        if self.recovery_timeout_secs is None:
-            hint = "check that the warehouse is reachable, then run again"
-        else:
-            hint = (f"one statement probes the warehouse again {self.recovery_timeout_secs} s after the "
-                    "breaker opened")
-        return AdapterError(
-            f"circuit breaker open after {self._failures} consecutive failures on adapter '{self.adapter}'; "
-            "remaining statements fail fast",
-            failure_kind="connection-failed",
-            hint=hint,
-        )
 
 
 class StatementRetrier:
@@ -290,6 +195,14 @@ class RetryingSession:
 
         return self._call(once, description)
 
+    def read_arrow(
+        self, sql: str, params: Sequence[Any], columns: Sequence[tuple[str, SqlType]]
+    ) -> AbstractContextManager[Any]:
+        return self.inner.read_arrow(sql, params, columns)
+
+    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
+        self.inner.write_arrow(table, columns, reader)
+
     def interrupt(self) -> None:
         self._stop.set()
         self.inner.interrupt()
@@ -330,7 +243,8 @@ class RetryingAdapter(RetryingSession):
         self.name = inner.name
         self.type = inner.type
         self.catalog = inner.catalog
-        self.default_schema: str = getattr(inner, "default_schema", "main")
+        self.default_schema = inner.default_schema
+        self.dialect: Dialect = inner.dialect
 
     def _retrier(self) -> StatementRetrier:
         return StatementRetrier(self.cfg, self.breaker, sleep=self._sleep, rand=self._rand)
@@ -352,6 +266,12 @@ class RetryingAdapter(RetryingSession):
 
     def list_relations(self, catalog: str | None = None) -> list[Relation]:
         return self._call(lambda: self.adapter.list_relations(catalog), "catalog listing")
+
+    def catalog_tables(self, catalog: str) -> list[CatalogTable]:
+        return self._call(lambda: self.adapter.catalog_tables(catalog), "catalog read")
+
+    def read_columns(self, catalog: str, schemas: Sequence[str]) -> TableColumns:
+        return self._call(lambda: self.adapter.read_columns(catalog, schemas), "column read")
 
     def maintenance(self) -> Maintenance | None:
         return self.adapter.maintenance()

@@ -11,19 +11,32 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from rocky_engine.adapters.base import Column, Maintenance, Relation, quote_ident
+from rocky_engine.adapters.base import (
+    ARROW_BATCH_ROWS,
+    CatalogTable,
+    Column,
+    Maintenance,
+    Relation,
+    TableColumns,
+    columns_by_table,
+    quote_ident,
+    row_estimate,
+)
+from rocky_engine.adapters.duckdb import checkpoint
+from rocky_engine.adapters.duckdb.dialect import DIALECT
 from rocky_engine.adapters.failure import classify, first_line
 from rocky_engine.errors import AdapterError
-from rocky_engine.logs import get_logger
 
-log = get_logger("adapter.duckdb")
+if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
+    from rocky_engine.adapters.sql_types import SqlType
 
-#: WAL size at which a concurrent run pauses to checkpoint (see ``WalCheckpoint``)
-WAL_CHECKPOINT_BYTES = 256 * 1024 * 1024
+#: schemas that are never replication sources
+_SYSTEM_SCHEMAS = frozenset({"information_schema", "pg_catalog", "pg_toast"})
 
 _LOCK_PID = re.compile(r"PID (\d+)")
 
@@ -66,6 +79,38 @@ class DuckDbSession:
             raise
         self.execute("COMMIT")
 
+    @contextmanager
+    def read_arrow(
+        self, sql: str, params: Sequence[Any], columns: Sequence[tuple[str, SqlType]]
+    ) -> Iterator[Any]:
+        # DuckDB's own Arrow export knows every type: ``columns`` is not needed.
+        try:
+            rel: Any = self._cur.sql(sql, params=list(params) or None)
+            to_reader = getattr(rel, "to_arrow_reader", None) or rel.record_batch
+            reader = to_reader(ARROW_BATCH_ROWS)
+        except duckdb.Error as exc:
+            raise _to_adapter_error(exc) from exc
+        try:
+            yield reader
+        finally:
+            # A stream abandoned midway (the target failed) keeps the cursor busy ("connection has an open
+            # result") until closed: the table's retry reuses this session.
+            reader.close()
+
+    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
+        # The stage takes the batches' own Arrow types; the copy casts to the target's types afterwards.
+        view = f"{table}_src"
+        try:
+            self._cur.register(view, reader)
+            try:
+                self._cur.execute(
+                    f"CREATE TEMP TABLE {quote_ident(table)} AS SELECT * FROM {quote_ident(view)}"
+                )
+            finally:
+                self._cur.unregister(view)
+        except duckdb.Error as exc:
+            raise _to_adapter_error(exc) from exc
+
     def interrupt(self) -> None:
         try:
             self._cur.interrupt()
@@ -83,6 +128,8 @@ class DuckDbAdapter(DuckDbSession):
     """A DuckDB database file (or in-memory database) as a warehouse."""
 
     type = "duckdb"
+    default_schema = "main"
+    dialect: Dialect = DIALECT
 
     def __init__(self, name: str, path: Path | None, *, read_only: bool = False) -> None:
         self.name = name
@@ -101,13 +148,13 @@ class DuckDbAdapter(DuckDbSession):
     def maintenance(self) -> Maintenance | None:
         if self.path is None or self._read_only:
             return None
-        return WalCheckpoint(self, Path(f"{self.path}.wal"), WAL_CHECKPOINT_BYTES)
+        return checkpoint.WalCheckpoint(self, Path(f"{self.path}.wal"), checkpoint.WAL_CHECKPOINT_BYTES)
 
     def session(self) -> DuckDbSession:
         return DuckDbSession(self._con.cursor())
 
     def quote(self, identifier: str) -> str:
-        return quote_ident(identifier)
+        return self.dialect.quote(identifier)
 
     def qualified(self, schema: str, table: str, catalog: str | None = None) -> str:
         return ".".join(quote_ident(p) for p in (catalog or self.catalog, schema, table))
@@ -154,6 +201,28 @@ class DuckDbAdapter(DuckDbSession):
             for r in rows
         ]
 
+    def catalog_tables(self, catalog: str) -> list[CatalogTable]:
+        rows = self.query(
+            "SELECT schema_name, table_name, estimated_size FROM duckdb_tables() "
+            "WHERE database_name = ? AND NOT temporary ORDER BY 1, 2",
+            [catalog],
+        )
+        user = [r for r in rows if r[0] not in _SYSTEM_SCHEMAS]
+        return [CatalogTable(str(r[0]), str(r[1]), row_estimate(r[2])) for r in user]
+
+    def read_columns(self, catalog: str, schemas: Sequence[str]) -> TableColumns:
+        if not schemas:
+            return {}
+        names = sorted(schemas)
+        marks = ", ".join("?" for _ in names)
+        rows = self.query(
+            "SELECT schema_name, table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
+            f"WHERE database_name = ? AND schema_name IN ({marks}) "
+            "ORDER BY schema_name, table_name, column_index",
+            [catalog, *names],
+        )
+        return columns_by_table(rows)
+
     def ensure_schema(self, schema: str, catalog: str | None = None) -> bool:
         if schema in self.list_schemas(catalog):
             return False
@@ -168,47 +237,9 @@ class DuckDbAdapter(DuckDbSession):
             pass
 
 
-class WalCheckpoint:
-    """Checkpoint the database file once its write-ahead log passes ``threshold`` bytes.
-
-    DuckDB checkpoints by itself only at a commit made while no other transaction is open. Several
-    cursors writing at once almost always have one open, so over a long run the WAL grows to the size of
-    everything written and DuckDB keeps all of it in memory (measured: a 1.9 GB WAL and 2.6 GB peak RSS
-    for the 1000-model benchmark, against a 0.5 GB database). A moment with every session idle lets the
-    checkpoint run.
-    """
-
-    def __init__(self, adapter: DuckDbAdapter, wal: Path, threshold: int) -> None:
-        self._adapter = adapter
-        self._wal = wal
-        self._threshold = threshold
-        self._due_at = threshold
-
-    def _wal_bytes(self) -> int:
-        try:
-            return self._wal.stat().st_size
-        except OSError:  # no WAL: nothing written since the last checkpoint
-            return 0
-
-    def due(self) -> bool:
-        return self._wal_bytes() >= self._due_at
-
-    def run(self) -> None:
-        # A cursor of its own: the adapter's main cursor may be serving another thread (replication's
-        # watermark reader).
-        session = self._adapter.session()
-        try:
-            session.execute("CHECKPOINT")
-        except AdapterError as exc:  # DuckDB checkpoints at close anyway; the run goes on
-            log.debug("checkpoint skipped: %s", exc)
-        finally:
-            session.close()
-        # A checkpoint that could not run leaves the WAL as it was: wait for as much again.
-        self._due_at = self._wal_bytes() + self._threshold
-
-
 def _to_adapter_error(exc: duckdb.Error) -> AdapterError:
-    kind = classify(exc)
+    # SQL that does not parse is a compile error, as PostgreSQL's SQLSTATE 42601 says for its own.
+    kind = "compile-error" if isinstance(exc, duckdb.ParserException) else classify(exc)
     return AdapterError(first_line(str(exc)), failure_kind=kind)
 
 
@@ -227,3 +258,4 @@ def _open_error(name: str, path: Path | None, exc: duckdb.Error) -> AdapterError
         failure_kind=classify(exc),
         hint="check the path in [adapter] and that the file is a DuckDB database",
     )
+

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from rocky_engine.adapters.postgres_adapter import PostgresAdapter, PostgresSession
+from rocky_engine.adapters.breaker import CircuitBreaker
+from rocky_engine.adapters.postgres.adapter import PostgresAdapter, PostgresSession
+from rocky_engine.adapters.retry import RetryingAdapter, RetryingSession, StatementRetrier
 from rocky_engine.config.adapters import PostgresAdapterConfig, RetryConfig
 from rocky_engine.errors import AdapterError
-from rocky_engine.run.retry import CircuitBreaker, RetryingAdapter, RetryingSession, StatementRetrier
 from tests.fixtures.postgres import PgDatabase, PgServer
 
 OPEN_MSG = (

@@ -1,0 +1,1 @@
+"""DuckDB, the embedded warehouse (``[adapter.NAME] type = "duckdb"``)."""

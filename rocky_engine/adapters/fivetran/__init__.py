@@ -1,0 +1,1 @@
+"""Fivetran, a discovery adapter (``[adapter.NAME] type = "fivetran"``): which connector schemas exist."""

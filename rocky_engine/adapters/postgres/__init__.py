@@ -1,0 +1,1 @@
+"""PostgreSQL, the server warehouse (``[adapter.NAME] type = "postgres"``)."""
