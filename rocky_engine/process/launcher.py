@@ -260,8 +260,10 @@ class Child:
         self._drain_until: float | None = None
         self._result: ChildExit | None = None
         self._selector = selectors.DefaultSelector()
-        self._stdin_data = launch.stdin if isinstance(launch.stdin, bytes) else b""
+        self._stdin_data = memoryview(launch.stdin if isinstance(launch.stdin, bytes) else b"")
         self._stdin_fd = -1
+        #: the first exception a line callback raised (re-raised once the child, stopped, has ended)
+        self._sink_error: BaseException | None = None
         self._streams: dict[int, _Stream] = {}
 
     # ------------------------------------------------------------------ start
@@ -318,7 +320,7 @@ class Child:
         if proc.stdin is not None:
             self._stdin_fd = proc.stdin.fileno()
             os.set_blocking(self._stdin_fd, False)
-            if self._stdin_data:
+            if len(self._stdin_data):
                 self._selector.register(self._stdin_fd, selectors.EVENT_WRITE)
             else:
                 self._close_stdin()
@@ -331,16 +333,22 @@ class Child:
             self._selector.register(fd, selectors.EVENT_READ)
 
     def _abandon(self) -> None:
-        """A failed start: close everything, reap the supervisor."""
+        """A failed start: close everything, reap the supervisor. Closing the control pipe first means
+        "rocky is gone" to a supervisor that did start the program, so it stops it instead of leaving it."""
+        import subprocess
+
+        _LIVE.discard(self)
         self._selector.close()
         self._close_control()
         os.close(self._status)
         for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
             if pipe is not None:
                 pipe.close()
-        if self._proc.poll() is None:
+        try:
+            self._proc.wait(timeout=self.launch.death_grace + 10)
+        except subprocess.TimeoutExpired:
             self._proc.kill()
-        self._proc.wait()
+            self._proc.wait()
 
     # ------------------------------------------------------------------ stop
 
@@ -395,8 +403,15 @@ class Child:
                 MAX_SLEEP_SECS if self._deadline is not None and not self._timed_out else None,
             )
             for key, _mask in self._selector.select(None if sleep is None else max(0.0, sleep)):
-                self._ready(int(key.fd))
+                try:
+                    self._ready(int(key.fd))
+                except Exception as exc:  # a failing callback must not leave the program running
+                    if self._sink_error is None:
+                        self._sink_error = exc
+                        self.stop(now=True)
         self._result = self._finish()
+        if self._sink_error is not None:
+            raise self._sink_error
         return self._result
 
     def _ended(self) -> bool:
@@ -462,7 +477,7 @@ class Child:
             self._close_stdin()
             return
         self._stdin_data = self._stdin_data[written:]
-        if not self._stdin_data:
+        if not len(self._stdin_data):
             self._close_stdin()
 
     def _close_stdin(self) -> None:

@@ -157,13 +157,19 @@ class SubprocessSpawner:
             child.stop()
         try:
             if on_start is not None:
-                on_start(child.pid)
+                try:
+                    on_start(child.pid)
+                except BaseException:
+                    child.stop(now=True)  # nobody would wait for it: it must not run unwatched
+                    child.wait()
+                    raise
             done = child.wait()
         finally:
             with self._lock:
                 self._child = None
         if done.survivors:
-            log.error("scheduled run of %s: %d process(es) survived SIGKILL", request.pipeline, done.survivors)
+            log.error("scheduled run of %s: %d process(es) survived SIGKILL", request.pipeline,
+                      done.survivors)
         return ChildResult(
             done.exit_code, timed_out=done.timed_out,
             drained=self._drain_requested and done.stopped and not done.timed_out, pid=child.pid,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,12 @@ def alive(procs: Iterable[Proc]) -> list[Proc]:
     return left
 
 
+def dead(pid: int) -> bool:
+    """``pid`` is gone or a zombie (for a pid known to have been alive a moment ago)."""
+    proc = _read(pid)
+    return proc is None or proc.state == "Z"
+
+
 def in_sessions(sessions: Iterable[int]) -> list[Proc]:
     wanted = set(sessions)
     return [p for p in processes() if p.sid in wanted and p.state != "Z"]
@@ -92,11 +98,18 @@ def wait_gone(tree: Iterable[Proc], sessions: Iterable[int] = (), *, deadline: f
     """Poll until nothing of ``tree`` or ``sessions`` is alive or ``deadline`` (monotonic) passes; returns
     what is still alive (empty when everything is gone)."""
     tree, sessions = list(tree), set(sessions)
-    while True:
-        left = survivors(tree, sessions)
-        if not left or time.monotonic() >= deadline:
-            return left
+    until(lambda: not survivors(tree, sessions), deadline)
+    return survivors(tree, sessions)
+
+
+def until(predicate: Callable[[], bool], deadline: float) -> bool:
+    """Poll ``predicate`` every 20 ms until it holds (True) or ``deadline`` (monotonic) passes (False);
+    it is always looked at at least once."""
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.02)
+    return True
 
 
 def pids_in(directory: Path) -> list[int]:
@@ -107,8 +120,25 @@ def pids_in(directory: Path) -> list[int]:
 def wait_for_file(path: Path, timeout: float = 60.0) -> str:
     """Poll until ``path`` exists with content; returns it."""
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if path.exists() and (text := path.read_text()):
-            return text
+    while not (path.exists() and (text := path.read_text())):
+        if time.monotonic() >= end:
+            raise AssertionError(f"timed out waiting for {path}")
         time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {path}")
+    return text
+
+
+def sleeping_hook(pids: Path, seconds: int = 300, event: str = "pipeline_start") -> str:
+    """A ``[[hook.on_EVENT]]`` whose shell starts ``sleep SECONDS``, writes the pids of both into ``pids``
+    (files ``sh`` then ``sleep``, each complete when it appears) and waits for the sleep."""
+    note = "echo {pid} > {d}/{name}.partial && mv {d}/{name}.partial {d}/{name}"
+    command = "; ".join([
+        note.format(pid="$$", d=pids, name="sh"),
+        f"sleep {seconds} & " + note.format(pid="$!", d=pids, name="sleep"),
+        "wait",
+    ])
+    return f"\n[[hook.on_{event}]]\ncommand = '{command}'\ntimeout_ms = {(seconds + 60) * 1000}\n"
+
+
+def wait_for_hook(pids: Path, timeout: float = 60.0) -> list[int]:
+    """The pids of a :func:`sleeping_hook` once both are written."""
+    return [int(wait_for_file(pids / name, timeout)) for name in ("sh", "sleep")]

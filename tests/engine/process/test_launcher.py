@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.process import Child, Launch, Rlimit, live_children, run, start, stop_all
-from tests.engine.process.kit import alive, descendants, pids_in, wait_for_file
+from tests.engine.process.kit import alive, dead, descendants, pids_in, wait_for_file
 
 PY = sys.executable
 
@@ -248,16 +248,7 @@ def test_processes_left_behind_are_stopped_inside_and_outside_the_group(tmp_path
     worker, daemon = int((pids / "worker").read_text()), int((pids / "daemon").read_text())
     # gone before wait() returned: the worker after its grace (it ignores SIGTERM), the daemon although it
     # left the group with setsid and was re-parented by a double fork (the supervisor is its subreaper)
-    for pid in (worker, daemon):
-        assert not os.path.exists(f"/proc/{pid}") or _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    assert dead(worker) and dead(daemon)
 
 
 def test_a_killed_supervisor_takes_the_program_group_down(tmp_path: Path) -> None:
@@ -344,3 +335,15 @@ def test_kill_9_of_rocky_takes_every_descendant_with_it_whichever_thread_started
         if rocky.poll() is None:
             rocky.kill()
             rocky.wait()
+
+
+def test_a_failing_line_callback_stops_the_program_and_is_raised(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+
+    def sink(line: bytes) -> None:
+        raise RuntimeError("the log is broken")
+
+    child = start(Launch(argv=["sh", "-c", f"echo $$ > {pids}; echo hello; exec sleep 300"], stdout=sink))
+    with pytest.raises(RuntimeError, match="the log is broken"):
+        child.wait()
+    assert dead(int(pids.read_text())) and live_children() == []

@@ -12,7 +12,9 @@ ROOT = Path(rocky_engine.__file__).parent
 LAUNCHER = ROOT / "process"
 
 #: modules whose import means "this file starts processes"
-SPAWNING_MODULES = {"subprocess", "multiprocessing", "pty", "asyncio.subprocess", "concurrent.futures.process"}
+SPAWNING_MODULES = {
+    "subprocess", "multiprocessing", "pty", "asyncio.subprocess", "concurrent.futures.process",
+}
 #: calls that start a process, by module
 SPAWNING_CALLS = {
     "os": {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "execv", "execve", "execvp",
@@ -34,9 +36,11 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
                 found.append(f"from {node.module} import ...")
             banned = SPAWNING_CALLS.get(node.module, set())
             found += [f"from {node.module} import {a.name}" for a in node.names if a.name in banned]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.attr in SPAWNING_CALLS.get(node.value.id, set()):
-                found.append(f"{node.value.id}.{node.attr}")
+        elif (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.attr in SPAWNING_CALLS.get(node.value.id, set())
+        ):
+            found.append(f"{node.value.id}.{node.attr}")
     return [f"{path.relative_to(root.parent)}:{v}" for v in found]
 
 
