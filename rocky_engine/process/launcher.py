@@ -10,6 +10,7 @@ pipe, so they are safe from any thread and from a signal handler.
 
 from __future__ import annotations
 
+import errno
 import marshal
 import os
 import select
@@ -38,7 +39,9 @@ MAX_LINE_BYTES = 64 * 1024
 START_TIMEOUT_SECS = 60.0
 #: After the program's processes are gone, how long output still held open elsewhere is read.
 DRAIN_SECS = 2.0
-#: Longest sleep of the I/O loop while a timeout is pending (the clock is injectable, so it is re-read).
+#: Longest sleep of the I/O loop. A signal handler (the InterruptGuard's stop, a tick's drain) runs only
+#: when the main thread gets back to Python code, and the kernel may deliver a process-directed signal to
+#: another thread, which does not interrupt the main thread's wait; the injected clock is re-read too.
 MAX_SLEEP_SECS = 0.25
 
 _SUPERVISOR_DIR = str(Path(__file__).resolve().parent)
@@ -154,7 +157,7 @@ def start(launch: Launch, *, clock: Callable[[], float] = time.monotonic) -> Chi
         "remove_on_orphan": None if launch.remove_on_orphan is None else os.fspath(launch.remove_on_orphan),
     }
     if not spec["argv"]:
-        raise OSError(22, "empty command line")
+        raise OSError(errno.EINVAL, "empty command line")
     control_r, control_w = os.pipe()
     status_r, status_w = os.pipe()
     try:
@@ -165,6 +168,8 @@ def start(launch: Launch, *, clock: Callable[[], float] = time.monotonic) -> Chi
             stderr=_output_arg(launch.stderr),
             pass_fds=(control_r, status_w),
             close_fds=True,
+            # nothing of rocky's environment: the program's own travels in the spec
+            env={},
         )
     except BaseException:
         os.close(control_w)
@@ -397,12 +402,12 @@ class Child:
                 self._send(b"S")
             if until is not None and now >= until:
                 return None
-            sleep = _earliest(
-                None if until is None else until - now,
-                None if self._drain_until is None else self._drain_until - now,
-                MAX_SLEEP_SECS if self._deadline is not None and not self._timed_out else None,
+            sleep = min(
+                MAX_SLEEP_SECS,
+                MAX_SLEEP_SECS if until is None else until - now,
+                MAX_SLEEP_SECS if self._drain_until is None else self._drain_until - now,
             )
-            for key, _mask in self._selector.select(None if sleep is None else max(0.0, sleep)):
+            for key, _mask in self._selector.select(max(0.0, sleep)):
                 try:
                     self._ready(int(key.fd))
                 except Exception as exc:  # a failing callback must not leave the program running
@@ -517,11 +522,6 @@ class Child:
             duration=self._clock() - self._t0,
             survivors=int(exit_.get("survivors") or 0),
         )
-
-
-def _earliest(*values: float | None) -> float | None:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
 
 
 def _write_all(fd: int, data: bytes) -> None:

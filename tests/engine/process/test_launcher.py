@@ -59,15 +59,19 @@ print("ready", flush=True)
 time.sleep(600)
 """
 
-#: Exits at once, leaving a worker in its group that ignores SIGTERM and a setsid'd, double-forked daemon
-#: (each writes its pid into the directory argv[1]).
-LEAVES = """
+#: Test programs that report a pid: ``note(NAME)`` writes the caller's pid to ``argv[1]/NAME`` atomically.
+NOTE = """
 import os, signal, sys, time
 out = sys.argv[1]
 def note(name):
     with open(os.path.join(out, name + ".partial"), "w") as fh:
         fh.write(str(os.getpid()))
     os.replace(os.path.join(out, name + ".partial"), os.path.join(out, name))
+"""
+
+#: Exits at once, leaving a worker in its group that ignores SIGTERM and a setsid'd, double-forked daemon
+#: (each writes its pid into the directory argv[1]).
+LEAVES = NOTE + """
 if os.fork() == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     note("worker")
@@ -282,13 +286,7 @@ while True:
 """
 
 #: The program of the driver: two workers (one ignoring SIGTERM, one setsid'd) and itself, all writing.
-WORKERS = """
-import os, signal, sys, time
-out = sys.argv[1]
-def note(name):
-    with open(os.path.join(out, name + ".partial"), "w") as fh:
-        fh.write(str(os.getpid()))
-    os.replace(os.path.join(out, name + ".partial"), os.path.join(out, name))
+WORKERS = NOTE + """
 if os.fork() == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     note("stubborn")
