@@ -44,7 +44,7 @@ def test_kill_9_of_rocky_run_takes_its_running_hook_down(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_rocky_run_stops_its_hook(tmp_path: Path, sig: signal.Signals) -> None:
     pids = tmp_path / "pids"
     pids.mkdir()
