@@ -20,9 +20,9 @@ Why a supervisor, and why not ``PR_SET_PDEATHSIG``
     fires when the *thread* that forked the child exits, not the process, and rocky forks from worker
     threads (DAG workers firing hooks, the scheduler loop, server job threads); it also reaches only the
     direct child, not the workers it forked or the real worker behind a wrapper script that does not
-    ``exec``. So each child runs under a small supervisor (``supervisor.py``, ``python -I -S``: standard
-    library only, no site-packages, no ``PYTHON*`` variables) that holds the read end of a pipe whose only
-    write end is in rocky. The kernel closes that end when rocky's process dies, however it dies and
+    ``exec``. So each child runs under a small supervisor (``supervisor.py``: standard library only, no
+    site-packages, no ``PYTHON*`` variables) that holds the read end of a pipe whose only write end is in
+    rocky. The kernel closes that end when rocky's process dies, however it dies and
     whichever thread started the child; the supervisor reads EOF and stops the program's processes
     (SIGTERM, ``death_grace`` = 1 s by default, SIGKILL). The supervisor is also a child subreaper
     (``PR_SET_CHILD_SUBREAPER``), so a process that double-forks or whose parent exits is re-parented to
@@ -37,9 +37,17 @@ What still escapes (this is not a sandbox)
     process in uninterruptible sleep dies only when it wakes; it is reported as a survivor.
 
 Cost
-    The supervisor is one more Python start-up per child: about 10 ms on an idle 2-core machine (medians
-    are in the launcher's report), nothing at all for commands that start no child. ``subprocess`` is
-    imported only by :func:`start`.
+    A supervisor of its own would be one Python start-up (plus ``ctypes``) per child. Instead each rocky
+    process starts one fork server (``forkserver.py``, ``python -I -S``) at its first child, and every
+    supervisor is a fork of it: the first child of a process pays the start-up (~50-100 ms on a loaded
+    2-core machine), later ones a couple of forks (a median of ~15-20 ms more than a bare
+    ``subprocess.run`` of ``sh -c true`` at load 9, mostly waiting for the CPU). A command that starts no
+    child pays nothing: ``subprocess`` and ``socket`` are imported on the first start.
+
+Files
+    ``launcher.py`` (rocky's side: :func:`start`, :class:`Child`, :func:`stop_all`), ``forkserver_client.py``
+    (starting and reaching the fork server), ``forkserver.py`` and ``supervisor.py`` (the programs),
+    ``removal.py`` (removing a tree a program wrote, shared with ``connectors/scratch.py``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Start a child program under a supervisor, feed it, read it, time it out, stop it, wait for it.
 
-:func:`start` runs ``python -I -S supervisor.py`` with the program's stdin/stdout/stderr and two pipes, sends
-it the program's spec, and returns a :class:`Child` once the program runs (or raises :class:`OSError`, as
-``subprocess`` would, when it cannot be started). The caller's thread pumps the program's I/O in
-:meth:`Child.wait` / :meth:`Child.poll_for`: it writes the stdin bytes, hands each stdout/stderr line to a
-callback, and enforces the timeout. :meth:`Child.stop` and :func:`stop_all` only write one byte to a
-pipe, so they are safe from any thread and from a signal handler.
+:func:`start` makes the program's stdin/stdout/stderr and two pipes, has the fork server fork a
+supervisor on them, sends it the program's spec, and returns a :class:`Child` once the program runs (or
+raises :class:`OSError`, as ``subprocess`` would, when it cannot be started). The caller's thread pumps
+the program's I/O in :meth:`Child.wait` / :meth:`Child.poll_for`: it writes the stdin bytes, hands each
+stdout/stderr line to a callback, and enforces the timeout. :meth:`Child.stop` and :func:`stop_all` only
+write one byte to a pipe, so they are safe from any thread and from a signal handler.
 """
 
 from __future__ import annotations
@@ -16,18 +16,14 @@ import os
 import select
 import selectors
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, Any, Literal
 
+from rocky_engine.process.forkserver_client import FORK_SERVER
 from rocky_engine.process.supervisor import frame
-
-if TYPE_CHECKING:
-    import subprocess
 
 #: Default seconds between SIGTERM and SIGKILL when a child is stopped.
 DEFAULT_GRACE_SECS = 5.0
@@ -43,12 +39,6 @@ DRAIN_SECS = 2.0
 #: when the main thread gets back to Python code, and the kernel may deliver a process-directed signal to
 #: another thread, which does not interrupt the main thread's wait; the injected clock is re-read too.
 MAX_SLEEP_SECS = 0.25
-
-_SUPERVISOR_DIR = str(Path(__file__).resolve().parent)
-# Imported rather than run as a script, so its byte code is cached; -I -S: no site-packages, no PYTHON*.
-_BOOT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); import supervisor; sys.exit(supervisor.main(sys.argv[2:]))"
-)
 
 LineSink = Callable[[bytes], None]
 #: Where output goes: a line callback, an open file (its descriptor is handed over), "inherit" (rocky's
@@ -143,8 +133,6 @@ def start(launch: Launch, *, clock: Callable[[], float] = time.monotonic) -> Chi
         OSError: the program cannot be started (missing executable, bad cwd, a refused rlimit, or the
             supervisor itself failed), with the errno and file name ``subprocess`` would give.
     """
-    import subprocess
-
     t0 = clock()
     env = dict(os.environ if launch.env is None else launch.env)
     spec = {
@@ -158,27 +146,17 @@ def start(launch: Launch, *, clock: Callable[[], float] = time.monotonic) -> Chi
     }
     if not spec["argv"]:
         raise OSError(errno.EINVAL, "empty command line")
-    control_r, control_w = os.pipe()
-    status_r, status_w = os.pipe()
+    ends = _Ends()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _BOOT, _SUPERVISOR_DIR, str(control_r), str(status_w)],
-            stdin=_stdin_arg(launch.stdin),
-            stdout=_output_arg(launch.stdout),
-            stderr=_output_arg(launch.stderr),
-            pass_fds=(control_r, status_w),
-            close_fds=True,
-            # nothing of rocky's environment: the program's own travels in the spec
-            env={},
-        )
+        child_fds = [ends.stdin(launch.stdin), ends.output(launch.stdout, 1), ends.output(launch.stderr, 2)]
+        control_r, control_w = ends.pipe(keep="w")
+        status_r, status_w = ends.pipe(keep="r")
+        FORK_SERVER.request([*child_fds, control_r, status_w])
     except BaseException:
-        os.close(control_w)
-        os.close(status_r)
+        ends.close_all()
         raise
-    finally:
-        os.close(control_r)
-        os.close(status_w)
-    child = Child(launch, proc, control_w, status_r, clock, t0)
+    ends.close_theirs()
+    child = Child(launch, control_w, status_r, ends.stdin_w, ends.readers, clock, t0)
     try:
         child._handshake(frame(spec))
     except BaseException:
@@ -187,27 +165,60 @@ def start(launch: Launch, *, clock: Callable[[], float] = time.monotonic) -> Chi
     return child
 
 
-def _stdin_arg(stdin: bytes | IO[bytes] | None) -> int | IO[bytes]:
-    import subprocess
+class _Ends:
+    """The descriptors of one start: the child's ends (handed to the fork server, then closed here) and
+    rocky's ends (kept by the :class:`Child`)."""
 
-    if stdin is None:
-        return subprocess.DEVNULL
-    if isinstance(stdin, bytes):
-        return subprocess.PIPE
-    return stdin
+    def __init__(self) -> None:
+        self._theirs: list[int] = []
+        self._mine: list[int] = []
+        self._devnull = -1
+        self.stdin_w = -1
+        #: rocky's read end per line callback: stdout's and stderr's
+        self.readers: dict[int, LineSink] = {}
 
+    def pipe(self, *, keep: Literal["r", "w"]) -> tuple[int, int]:
+        r, w = os.pipe()
+        self._mine.append(r if keep == "r" else w)
+        self._theirs.append(w if keep == "r" else r)
+        return r, w
 
-def _output_arg(output: Output) -> int | IO[bytes] | None:
-    import subprocess
+    def devnull(self) -> int:
+        if self._devnull < 0:
+            self._devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            self._theirs.append(self._devnull)
+        return self._devnull
 
-    if output is None:
-        return subprocess.DEVNULL
-    if output == "inherit":
-        return None
-    if callable(output):
-        return subprocess.PIPE
-    assert not isinstance(output, str)
-    return output
+    def stdin(self, stdin: bytes | IO[bytes] | None) -> int:
+        if stdin is None:
+            return self.devnull()
+        if isinstance(stdin, bytes):
+            r, self.stdin_w = self.pipe(keep="w")
+            return r
+        return stdin.fileno()
+
+    def output(self, output: Output, own: int) -> int:
+        if output is None:
+            return self.devnull()
+        if output == "inherit":
+            return own
+        if callable(output):
+            r, w = self.pipe(keep="r")
+            self.readers[r] = output
+            return w
+        assert not isinstance(output, str)
+        return output.fileno()
+
+    def close_theirs(self) -> None:
+        for fd in self._theirs:
+            os.close(fd)
+        self._theirs.clear()
+
+    def close_all(self) -> None:
+        self.close_theirs()
+        for fd in self._mine:
+            os.close(fd)
+        self._mine.clear()
 
 
 @dataclass
@@ -242,15 +253,18 @@ class Child:
     def __init__(
         self,
         launch: Launch,
-        proc: subprocess.Popen[bytes],
         control: int,
         status: int,
+        stdin: int,
+        readers: dict[int, LineSink],
         clock: Callable[[], float],
         t0: float,
     ) -> None:
         self.launch = launch
+        #: the program's pid (= its process group and session); 0 until it runs
         self.pid = 0
-        self._proc = proc
+        #: the supervisor's pid (a fork of the fork server)
+        self.supervisor_pid = 0
         self._control = control
         self._status = status
         self._clock = clock
@@ -266,7 +280,8 @@ class Child:
         self._result: ChildExit | None = None
         self._selector = selectors.DefaultSelector()
         self._stdin_data = memoryview(launch.stdin if isinstance(launch.stdin, bytes) else b"")
-        self._stdin_fd = -1
+        self._stdin_fd = stdin
+        self._readers = readers
         #: the first exception a line callback raised (re-raised once the child, stopped, has ended)
         self._sink_error: BaseException | None = None
         self._streams: dict[int, _Stream] = {}
@@ -280,16 +295,13 @@ class Child:
             pass  # the supervisor died at start-up: its exit status says why, below
         message = self._read_status(START_TIMEOUT_SECS)
         if message is None or message.get("event") not in ("started", "error"):
-            code = self._proc.poll()
-            raise OSError(
-                None, f"the process supervisor did not start the program (supervisor exit status {code})"
-            )
+            raise OSError(None, "the process supervisor did not start the program (it exited or hung)")
         if message["event"] == "error":
-            self._proc.wait()
             raise OSError(
                 message.get("errno"), message.get("strerror") or "cannot start", message.get("filename")
             )
         self.pid = int(message["pid"])
+        self.supervisor_pid = int(message["supervisor"])
         _LIVE.add(self)
         self._open_streams()
         self._status_frames()  # a quick program's exit may have come in the same read as its start
@@ -320,40 +332,30 @@ class Child:
         return message
 
     def _open_streams(self) -> None:
-        proc, launch = self._proc, self.launch
         self._selector.register(self._status, selectors.EVENT_READ)
-        if proc.stdin is not None:
-            self._stdin_fd = proc.stdin.fileno()
+        if self._stdin_fd >= 0:
             os.set_blocking(self._stdin_fd, False)
             if len(self._stdin_data):
                 self._selector.register(self._stdin_fd, selectors.EVENT_WRITE)
             else:
                 self._close_stdin()
-        for pipe, output in ((proc.stdout, launch.stdout), (proc.stderr, launch.stderr)):
-            if pipe is None or not callable(output):
-                continue
-            fd = pipe.fileno()
+        for fd, sink in self._readers.items():
             os.set_blocking(fd, False)
-            self._streams[fd] = _Stream(fd, output, max(1, launch.max_line_bytes))
+            self._streams[fd] = _Stream(fd, sink, max(1, self.launch.max_line_bytes))
             self._selector.register(fd, selectors.EVENT_READ)
+        self._readers = {}
 
     def _abandon(self) -> None:
-        """A failed start: close everything, reap the supervisor. Closing the control pipe first means
-        "rocky is gone" to a supervisor that did start the program, so it stops it instead of leaving it."""
-        import subprocess
-
+        """A failed start: close everything. Closing the control pipe means "rocky is gone" to a supervisor
+        that did start the program, so it stops it instead of leaving it running."""
         _LIVE.discard(self)
+        self._close_stdin()
         self._selector.close()
         self._close_control()
         os.close(self._status)
-        for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        try:
-            self._proc.wait(timeout=self.launch.death_grace + 10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        for fd in [*self._readers, *self._streams]:
+            os.close(fd)
+        self._readers, self._streams = {}, {}
 
     # ------------------------------------------------------------------ stop
 
@@ -442,6 +444,7 @@ class Child:
             else:
                 self._selector.unregister(fd)
                 del self._streams[fd]
+                os.close(fd)
                 stream.finish()
 
     def _read_status_event(self) -> None:
@@ -490,27 +493,18 @@ class Child:
             return
         if self._stdin_fd in self._selector.get_map():
             self._selector.unregister(self._stdin_fd)
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.close()
-        except OSError:
-            pass
+        os.close(self._stdin_fd)
         self._stdin_fd = -1
 
     def _finish(self) -> ChildExit:
         exit_ = self._exit or {}
-        for stream in list(self._streams.values()):
+        for fd, stream in list(self._streams.items()):
+            os.close(fd)
             stream.finish()
         self._streams.clear()
         self._close_stdin()
         self._selector.close()
-        for pipe in (self._proc.stdout, self._proc.stderr):
-            if pipe is not None:
-                pipe.close()
         os.close(self._status)
-        # Blocking, not Popen.wait(timeout), which polls with sleeps: the supervisor exits right after its
-        # last report (or is already dead when it was lost).
-        self._proc.wait()
         self._close_control()
         _LIVE.discard(self)
         return ChildExit(

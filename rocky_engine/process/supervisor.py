@@ -1,7 +1,8 @@
 """The supervisor: a small program that sits between rocky and one child program.
 
-Rocky starts it as ``python -I -S`` (no site-packages, no ``PYTHON*`` variables: it imports only the
-standard library), with the child's stdin/stdout/stderr as its own and two pipes:
+It runs as a fork of rocky's fork server (``forkserver.py``: ``python -I -S``, no site-packages, no
+``PYTHON*`` variables, standard library only), with the child's stdin/stdout/stderr as its own and two
+pipes:
 
 - **control** (fd given in argv, rocky holds the only write end): first one frame with the spec (argv, env,
   cwd, grace, death_grace, rlimits, remove_on_orphan), then one byte per command:
@@ -43,16 +44,18 @@ if TYPE_CHECKING:
 PR_SET_CHILD_SUBREAPER = 36
 #: After SIGKILL, how long to wait for the subtree to disappear before reporting survivors.
 KILL_WAIT_SECS = 5.0
-_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 #: Dispositions the program must get back: ignored ones survive exec, and Python ignores SIGPIPE/SIGXFSZ.
-_RESET = (*_IGNORED, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)
+_RESET = (*IGNORED, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)
+#: ``prctl`` from libc, loaded once by :func:`warm_up` (the fork server) so each fork has it for free
+_prctl: Any = None
 
 
 def main(argv: list[str]) -> int:
     control, status = int(argv[0]), int(argv[1])
     for fd in (control, status):
         os.set_inheritable(fd, False)
-    for sig in _IGNORED:
+    for sig in IGNORED:
         signal.signal(sig, signal.SIG_IGN)
     subreaper = _become_subreaper()
     try:
@@ -70,7 +73,7 @@ def main(argv: list[str]) -> int:
         _report(status, {"event": "error", "errno": exc.errno, "strerror": exc.strerror or str(exc),
                          "filename": exc.filename})
         return 0
-    _report(status, {"event": "started", "pid": pid})
+    _report(status, {"event": "started", "pid": pid, "supervisor": os.getpid()})
     # The program has our stdin/stdout/stderr; rocky must see EOF when the program's processes close them.
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -87,16 +90,24 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _become_subreaper() -> bool:
+def warm_up() -> None:
+    """Load what each supervisor needs before the fork server forks it (``prctl``, ``resource``)."""
+    global _prctl
     if not sys.platform.startswith("linux"):
-        return False
+        return
     try:
         import ctypes
+        import resource  # noqa: F401 - imported here so the program's fork does not load it
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError, ImportError):
+        _prctl = None
+
+
+def _become_subreaper() -> bool:
+    if _prctl is None:
+        warm_up()
+    return _prctl is not None and bool(_prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -247,7 +258,7 @@ class Watch:
                 timeout = 0.1 if timeout is None else min(timeout, 0.1)  # orphans send no SIGCHLD here
             for fd, _event in poller.poll(None if timeout is None else max(1, int(timeout * 1000) + 1)):
                 if fd == self.wake:
-                    _drain(self.wake)
+                    drain(self.wake)
                 elif fd == self.control:
                     self._command(poller)
         removed = None
@@ -331,10 +342,10 @@ class Watch:
             if time.monotonic() >= deadline:
                 return len(descendants(os.getpid())) or 1
             select.select([self.wake], [], [], 0.02)
-            _drain(self.wake)
+            drain(self.wake)
 
 
-def _drain(fd: int) -> None:
+def drain(fd: int) -> None:
     try:
         while os.read(fd, 4096):
             pass
@@ -350,5 +361,3 @@ def _remove(path: str) -> bool:
     return remove_tree(path)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -150,8 +150,8 @@ def test_signals_are_back_to_their_defaults_and_rlimits_are_set(tmp_path: Path) 
 
 
 def test_a_program_that_cannot_start_raises_like_subprocess(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError) as missing:
-        start(Launch(argv=[str(tmp_path / "missing")]))
+    with pytest.raises(FileNotFoundError) as missing:  # with every kind of stream rocky keeps an end of
+        start(Launch(argv=[str(tmp_path / "missing")], stdin=b"x", stdout=print, stderr=print))
     assert missing.value.filename == str(tmp_path / "missing")
     with pytest.raises(FileNotFoundError):
         start(Launch(argv=["true"], cwd=tmp_path / "no-such-dir"))
@@ -261,7 +261,7 @@ def test_a_killed_supervisor_takes_the_program_group_down(tmp_path: Path) -> Non
     while not ready.event.is_set():
         assert child.poll_for(0.05) is None
     program = [p for p in descendants(os.getpid()) if p.pid == child.pid]
-    os.kill(child._proc.pid, signal.SIGKILL)
+    os.kill(child.supervisor_pid, signal.SIGKILL)
     result = child.wait()
     assert result.returncode is None and result.exit_code == 137
     deadline = time.monotonic() + 10
@@ -345,3 +345,36 @@ def test_a_failing_line_callback_stops_the_program_and_is_raised(tmp_path: Path)
     with pytest.raises(RuntimeError, match="the log is broken"):
         child.wait()
     assert dead(int(pids.read_text())) and live_children() == []
+
+
+def test_no_descriptor_leaks_from_starts_that_work_or_fail(tmp_path: Path) -> None:
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    run(Launch(argv=["true"]))  # the fork server's socket and lifeline stay open: counted from here
+    before = fds()
+    for _ in range(10):
+        run(Launch(argv=["sh", "-c", "cat; echo out; echo err >&2"], stdin=b"in", stdout=lambda _: None,
+                   stderr=lambda _: None))
+        with pytest.raises(FileNotFoundError):
+            start(Launch(argv=[str(tmp_path / "missing")], stdin=b"x", stdout=print, stderr=print))
+    assert fds() == before
+
+
+def test_a_killed_fork_server_is_replaced_and_its_supervisors_go_on(tmp_path: Path) -> None:
+    from rocky_engine.process.forkserver_client import FORK_SERVER
+
+    ready = Ready()
+    child = start(Launch(argv=[PY, script(tmp_path, POLITE)], stdout=ready))
+    while not ready.event.is_set():
+        assert child.poll_for(0.05) is None
+    old = FORK_SERVER.pid
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not dead(old) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert run(Launch(argv=["true"])).returncode == 0  # a new server started it
+    assert FORK_SERVER.pid not in (None, old)
+    child.stop()
+    assert child.wait().returncode == 130  # its supervisor did not need the old server

@@ -71,4 +71,4 @@ def test_the_scan_sees_each_way_of_starting_a_process(tmp_path: Path) -> None:
 
 def test_the_launcher_itself_is_where_the_scan_finds_them() -> None:
     # the rule is not vacuous: the launcher does start processes, and the scan would see it
-    assert violations(LAUNCHER / "launcher.py") and violations(LAUNCHER / "supervisor.py")
+    assert violations(LAUNCHER / "forkserver_client.py") and violations(LAUNCHER / "supervisor.py")
