@@ -4,7 +4,8 @@ The scratch directory is the program's working directory, ``HOME``, ``TMPDIR`` a
 can hold caches and credential files: mode 0700. Rocky removes exactly one scratch directory at a time,
 never anything else under ``output_uri``:
 
-- a failed attempt's directory, right away;
+- a failed attempt's directory, right away (when Rocky itself dies mid-attempt, even by ``kill -9``, the
+  launcher's supervisor removes it once the program's processes are gone);
 - a successful run's directory after the state commit, unless ``keep_scratch = true``;
 - never the directory of a run that failed after its program succeeded (it shows what was, or may have
   been, loaded).
@@ -13,14 +14,12 @@ never anything else under ``output_uri``:
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rocky_engine.errors import ConnectorError
 from rocky_engine.logs import get_logger
+from rocky_engine.process.removal import remove_tree
 
 log = get_logger("connector")
 
@@ -79,23 +78,7 @@ def remove_scratch(path: Path) -> bool:
             log.warning("could not remove %s: %s; remove it by hand", path, exc)
             return False
         return True
-
-    def _retry(func: Callable[..., Any], target: str, _exc: Any) -> None:
-        parent = os.path.dirname(target)
-        try:
-            os.chmod(parent, 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, 0o700)
-            func(target)
-        except OSError:
-            pass
-
-    try:
-        shutil.rmtree(path, onerror=_retry)  # onexc needs Python 3.12
-    except OSError as exc:
-        log.warning("could not remove scratch directory %s: %s; remove it by hand", path, exc)
-        return False
-    if path.exists():
+    if not remove_tree(path):
         log.warning("could not remove scratch directory %s completely; remove it by hand", path)
         return False
     return True

@@ -2,17 +2,20 @@
 
 The hook runs in the project directory (next to rocky.toml) with the process environment plus its own
 ``env`` table and ``ROCKY_EVENT`` / ``ROCKY_RUN_ID`` / ``ROCKY_PIPELINE``. Its stdout and stderr are
-captured, never written to Rocky's stdout (which carries the result document): they are logged at debug
-level, and the last stderr line is quoted when the hook fails. A hook that outlives ``timeout_ms`` is killed
-with its whole process group, so a stuck ``curl`` cannot hold the run.
+captured, never written to Rocky's stdout (which carries the result document): each line is logged at
+debug level, and the last stderr line is quoted when the hook fails.
+
+A hook is a child of the run, started through the launcher (``rocky_engine.process``): a hook that
+outlives ``timeout_ms`` is stopped with everything it started (SIGTERM, SIGKILL ``KILL_GRACE_SECS``
+later), so a stuck ``curl`` cannot hold the run; so is a hook still running when the run is interrupted
+(SIGTERM/SIGINT, a drain, ``timeout_minutes``), and one whose ``rocky`` dies, even by ``kill -9``.
+Processes a hook leaves behind when it exits are stopped too.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +28,8 @@ from rocky_engine.logs import get_logger
 log = get_logger("hooks")
 
 _TAIL_CHARS = 300
+#: Seconds between SIGTERM and SIGKILL when a hook is stopped.
+KILL_GRACE_SECS = 2.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,8 @@ class CommandOutcome:
     stderr_tail: str = ""
     #: set when the command could not be started at all
     spawn_error: str | None = None
+    #: stopped because the run was interrupted (SIGTERM/SIGINT, a drain, timeout_minutes)
+    interrupted: bool = False
 
     def describe(self) -> str:
         """Why the hook failed, in a few words (empty when it succeeded)."""
@@ -48,6 +55,8 @@ class CommandOutcome:
             return f"could not start: {self.spawn_error}"
         if self.timed_out:
             return f"timed out after {self.duration_ms} ms and was killed"
+        if self.interrupted:
+            return "was stopped: the run was interrupted"
         tail = f": {self.stderr_tail}" if self.stderr_tail else ""
         return f"exited with code {self.exit_code}{tail}"
 
@@ -70,67 +79,58 @@ def run_command_hook(
     environ: Mapping[str, str] | None = None,
 ) -> CommandOutcome:
     """Run ``hook`` for ``event`` and wait for it (at most ``timeout_ms``)."""
+    from rocky_engine.process import Launch, start
+
     env = dict(os.environ if environ is None else environ)
     env.update(hook.env)
     env.update({"ROCKY_EVENT": event.event, "ROCKY_RUN_ID": event.run_id, "ROCKY_PIPELINE": event.pipeline})
-    stdin = (event.to_json() + "\n").encode("utf-8")
+    output = _Output(event.event, program_name(hook.command))
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(
-            ["sh", "-c", hook.command],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            # Own process group: a timeout kills the shell and everything it started.
-            start_new_session=True,
-        )
+        child = start(Launch(
+            argv=["sh", "-c", hook.command], cwd=cwd, env=env,
+            stdin=(event.to_json() + "\n").encode("utf-8"),
+            stdout=output.stdout, stderr=output.stderr,
+            timeout=hook.timeout_ms / 1000, grace=KILL_GRACE_SECS,
+        ))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         return CommandOutcome(
             ok=False, exit_code=None, timed_out=False, duration_ms=_ms(t0), spawn_error=reason
         )
-    timed_out = False
-    try:
-        out, err = proc.communicate(input=stdin, timeout=hook.timeout_ms / 1000)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        out, err = proc.communicate()
-    duration = _ms(t0)
-    _log_output(event.event, hook.command, out, err)
-    code = proc.returncode
+    done = child.wait()
+    interrupted = done.stopped and not done.timed_out
     return CommandOutcome(
-        ok=not timed_out and code == 0,
-        exit_code=None if timed_out else code,
-        timed_out=timed_out,
-        duration_ms=duration,
-        stderr_tail=_tail(err),
+        ok=not done.timed_out and not interrupted and done.returncode == 0,
+        exit_code=None if done.timed_out else done.returncode,
+        timed_out=done.timed_out,
+        duration_ms=_ms(t0),
+        stderr_tail=output.tail,
+        interrupted=interrupted,
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+class _Output:
+    """Logs each line of the hook's output at debug level and keeps the last non-empty stderr line."""
 
+    def __init__(self, event: str, name: str) -> None:
+        self._event = event
+        self._name = name
+        self.tail = ""
 
-def _tail(err: bytes) -> str:
-    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    last = lines[-1]
-    return last if len(last) <= _TAIL_CHARS else last[: _TAIL_CHARS - 3] + "..."
+    def stdout(self, line: bytes) -> None:
+        self._log("stdout", line)
 
-
-def _log_output(event: str, command: str, out: bytes, err: bytes) -> None:
-    name = program_name(command)
-    for label, data in (("stdout", out), ("stderr", err)):
-        text = data.decode("utf-8", "replace").rstrip()
+    def stderr(self, line: bytes) -> None:
+        text = self._log("stderr", line).strip()
         if text:
-            log.debug("hook on_%s (%s) %s: %s", event, name, label, text)
+            self.tail = text if len(text) <= _TAIL_CHARS else text[: _TAIL_CHARS - 3] + "..."
+
+    def _log(self, label: str, line: bytes) -> str:
+        text = line.decode("utf-8", "replace").rstrip("\r\n")
+        if text:
+            log.debug("hook on_%s (%s) %s: %s", self._event, self._name, label, text)
+        return text
 
 
 def _ms(t0: float) -> int:

@@ -1,7 +1,9 @@
 """SIGINT / SIGTERM during a run: stop scheduling, cancel statements in flight, record, exit 130.
 
-The handler only sets a flag and asks the registered sessions to interrupt their statements; the runner
-then finishes its bookkeeping (run record, idempotency finalization) on the normal code path, so an
+The handler only sets a flag, asks the registered sessions to interrupt their statements, and stops every
+child process still running (command hooks, a connector program: SIGTERM, their grace, SIGKILL), so a run
+stopped by a drain or ``timeout_minutes`` ends in about the children's grace, not their duration. The
+runner then finishes its bookkeeping (run record, idempotency finalization) on the normal code path, so an
 interrupted run is recorded like any other.
 """
 
@@ -12,6 +14,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
+
+from rocky_engine.process import stop_all
 
 
 class InterruptGuard:
@@ -39,6 +43,7 @@ class InterruptGuard:
                 cancel()
             except Exception:  # a failing cancel must not hide the interrupt
                 pass
+        stop_all()
 
     def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():

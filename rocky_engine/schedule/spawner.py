@@ -1,11 +1,14 @@
 """Run one scheduled child: ``rocky -c <config> --state-path <abs> run --pipeline P --output json``.
 
 The child gets ``ROCKY_RUN_TRIGGER`` (schedule | webhook) and ``ROCKY_SUBMISSION_ID`` so its run record
-joins the tick that launched it, and runs in its own process group (a signal aimed at the reconciler does
-not reach it, and ``killpg`` reaches its own children). ``timeout_seconds`` sends SIGTERM to the group, and
-SIGKILL ``kill_grace_seconds`` (60 s; injectable for tests) later. :meth:`SubprocessSpawner.terminate`
-does the same from another thread or a signal handler for a shutdown drain; such a child is reported
-``drained`` (no incident bundle).
+joins the tick that launched it, and is started through the launcher (``rocky_engine.process``): its own
+process group, so a signal aimed at the reconciler does not reach it, and a stop reaches everything it
+started. ``timeout_seconds`` stops it: SIGTERM to its processes (``rocky run`` records an interrupted run
+and stops its own hooks), SIGKILL ``kill_grace_seconds`` (60 s; injectable for tests) later.
+:meth:`SubprocessSpawner.terminate` does the same from another thread or a signal handler for a shutdown
+drain; such a child is reported ``drained`` (no incident bundle). If the reconciler itself dies, even by
+``kill -9``, the child gets SIGTERM and ``ORPHAN_GRACE_SECONDS`` to record its interrupted run, then
+SIGKILL: a scheduled run never outlives its reconciler by more than that.
 
 The reconciler depends only on the :class:`Spawner` protocol, so the server and tests inject their own.
 """
@@ -14,19 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, Protocol
+from typing import IO, TYPE_CHECKING, Literal, Protocol
 
 from rocky_engine.logs import get_logger
 
+if TYPE_CHECKING:
+    from rocky_engine.process import Child
+
 KILL_GRACE_SECONDS = 60.0
+#: SIGTERM-to-SIGKILL seconds when the reconciler died: enough for ``rocky run`` to record the interrupt.
+ORPHAN_GRACE_SECONDS = 10.0
 #: Exit code reported when the child could not be started at all (as a shell would).
 CANNOT_START = 127
 _STRIPPED_ENV = ("ROCKY_IDEMPOTENCY_KEY", "ROCKY_SUBMISSION_ID", "ROCKY_RUN_TRIGGER")
@@ -93,96 +99,82 @@ def child_env(request: ChildRequest, base: Mapping[str, str]) -> dict[str, str]:
 
 
 class SubprocessSpawner:
-    """The real spawner: one child process at a time, in its own process group."""
+    """The real spawner: one child process at a time, started through the launcher."""
 
     def __init__(
         self,
         *,
         command: Sequence[str] | None = None,
         kill_grace_seconds: float = KILL_GRACE_SECONDS,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
         env: Mapping[str, str] | None = None,
-        poll_seconds: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         #: the ``rocky`` entry point; the running interpreter by default, so the child is this engine
         default = [sys.executable, "-m", "rocky_engine.cli.main"]
         self.command = list(command) if command is not None else default
         self.kill_grace_seconds = kill_grace_seconds
+        self.orphan_grace_seconds = orphan_grace_seconds
         self._env = env
-        self._poll = poll_seconds
+        self._clock = clock
         # Re-entrant: terminate() may run in a signal handler while the main thread holds it.
         self._lock = threading.RLock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._term_sent_at: float | None = None
+        self._child: Child | None = None
         self._drain_requested = False
 
     def run(self, request: ChildRequest, on_start: Callable[[int], None] | None = None) -> ChildResult:
+        from rocky_engine.process import Launch, start
+
         argv = child_argv(request, self.command)
         env = child_env(request, os.environ if self._env is None else self._env)
-        t0 = time.monotonic()
+
+        def timed_out() -> None:
+            log.error(
+                "scheduled run of %s exceeded timeout_minutes (%.0f s): sending SIGTERM, SIGKILL in %.0f s",
+                request.pipeline, request.timeout_seconds or 0, self.kill_grace_seconds,
+            )
+
         try:
             with contextlib.ExitStack() as stack:
-                stdout: int | IO[bytes] = subprocess.DEVNULL
+                stdout: IO[bytes] | None = None
                 if request.stdout_path is not None:
                     stdout = stack.enter_context(open(request.stdout_path, "wb"))
-                proc = subprocess.Popen(
-                    argv, cwd=request.cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                    start_new_session=True,
+                child = start(
+                    Launch(
+                        argv=argv, cwd=request.cwd, env=env, stdout=stdout, stderr="inherit",
+                        timeout=request.timeout_seconds or None, grace=self.kill_grace_seconds,
+                        death_grace=self.orphan_grace_seconds, on_timeout=timed_out,
+                    ),
+                    clock=self._clock,
                 )
         except OSError as exc:
             log.error("could not start the scheduled run of %s: %s", request.pipeline, exc)
             return ChildResult(CANNOT_START, started=False)
         with self._lock:
-            self._proc = proc
-            self._term_sent_at = None
+            self._child = child
             drain_early = self._drain_requested
         if drain_early:
-            self._signal(proc, signal.SIGTERM)
-        if on_start is not None:
-            on_start(proc.pid)
-        timed_out = False
-        deadline = t0 + request.timeout_seconds if request.timeout_seconds else None
+            child.stop()
         try:
-            while True:
+            if on_start is not None:
                 try:
-                    code = proc.wait(timeout=self._poll)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                now = time.monotonic()
-                with self._lock:
-                    term_at = self._term_sent_at
-                if term_at is None and deadline is not None and now >= deadline:
-                    timed_out = True
-                    log.error(
-                        "scheduled run of %s exceeded timeout_minutes (%.0f s): sending SIGTERM, SIGKILL in "
-                        "%.0f s", request.pipeline, request.timeout_seconds or 0, self.kill_grace_seconds,
-                    )
-                    self._signal(proc, signal.SIGTERM)
-                elif term_at is not None and now - term_at >= self.kill_grace_seconds:
-                    self._signal(proc, signal.SIGKILL)
+                    on_start(child.pid)
+                except BaseException:
+                    child.stop(now=True)  # nobody would wait for it: it must not run unwatched
+                    child.wait()
+                    raise
+            done = child.wait()
         finally:
             with self._lock:
-                terminated = self._term_sent_at is not None
-                drained = self._drain_requested and terminated and not timed_out
-                self._proc = None
-            if terminated:
-                # The group may outlive its leader (a connector the run started): take it down too.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-        exit_code = code if code >= 0 else 128 - code
+                self._child = None
+        if done.survivors:
+            log.error("scheduled run of %s: %d process(es) survived SIGKILL", request.pipeline,
+                      done.survivors)
         return ChildResult(
-            exit_code, timed_out=timed_out, drained=drained, pid=proc.pid,
-            duration_ms=int((time.monotonic() - t0) * 1000),
+            done.exit_code, timed_out=done.timed_out,
+            drained=self._drain_requested and done.stopped and not done.timed_out, pid=child.pid,
+            duration_ms=int(done.duration * 1000),
         )
-
-    def _signal(self, proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-        with self._lock:
-            if sig == signal.SIGTERM:
-                if self._term_sent_at is not None:
-                    return
-                self._term_sent_at = time.monotonic()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
 
     def terminate(self, *, drained: bool = True) -> None:
         """Stop the running child: SIGTERM now, SIGKILL after the grace (safe from a signal handler).
@@ -191,6 +183,6 @@ class SubprocessSpawner:
         with no child running makes the next child stop as soon as it starts.
         """
         self._drain_requested = self._drain_requested or drained
-        proc = self._proc
-        if proc is not None:
-            self._signal(proc, signal.SIGTERM)
+        child = self._child
+        if child is not None:
+            child.stop()

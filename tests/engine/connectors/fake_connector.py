@@ -14,6 +14,9 @@ fill               keeps writing 64 KiB files until stopped (the 2 s output watc
 ignore_sigterm     traps SIGTERM, writes ``marker``, sleeps forever
 sleep              sleeps ``secs`` (default 600) after writing ``marker``
 orphan             forks a child that outlives the program (its pid in ``marker``), then ``ok``
+forking            forks ``workers`` workers (default 2; the first ignores SIGTERM, the second calls setsid)
+                   that keep writing files into the scratch directory; each writes its pid into the
+                   directory ``pids``, then the program writes its own pid to ``marker`` and waits forever
 print_secret       prints ``$SECRET_NAME``'s value (name in ``name``) on stdout and stderr, then ``ok``
 big_state          a state value of ``size`` bytes
 env                writes its environment, cwd, umask-free scratch mode and rlimits to ``marker`` (JSON)
@@ -147,6 +150,25 @@ def main() -> int:
         files, cursor = ok_files(request, o)
         finish(request, files, {"cursor": cursor})
         return 0
+    if mode == "forking":
+        for i in range(int(o.get("workers", "2"))):
+            pid = os.fork()
+            if pid == 0:
+                if i == 0:
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                if i == 1:
+                    os.setsid()
+                touch(os.path.join(o["pids"], f"worker-{i}"), str(os.getpid()))
+                n = 0
+                while True:
+                    touch(os.path.join(out, f"worker-{i}-{n % 5}.tmp"), "x" * 100)
+                    n += 1
+                    time.sleep(0.05)
+        while len(os.listdir(o["pids"])) < int(o.get("workers", "2")):
+            time.sleep(0.01)
+        touch(o["marker"], str(os.getpid()))
+        while True:
+            time.sleep(1)
     if mode == "print_secret":
         value = os.environ[o["name"]]
         print(f"the secret is {value} (stdout)")

@@ -86,13 +86,22 @@ class ConnectorProject:
         extra: str = "",
         manifest_extra: str = "",
         state_version: int = 1,
+        wrapper: bool = False,
     ) -> ConnectorProject:
+        """With ``wrapper``, the manifest's command is a shell script that runs the program as its child
+        (no ``exec``), as many deployed connectors do."""
         conn = self.root / "conn"
         conn.mkdir(exist_ok=True)
         program = conn / "prog.py"
         program.write_text(f"#!{sys.executable}\n" + PROGRAM.read_text())
         program.chmod(0o755)
-        command = json.dumps(["./prog.py", mode, *args])
+        entry = "./prog.py"
+        if wrapper:
+            script = conn / "wrapper.sh"
+            script.write_text(f'#!/bin/sh\n"{program}" "$@"\necho "the program exited with $?" >&2\n')
+            script.chmod(0o755)
+            entry = "./wrapper.sh"
+        command = json.dumps([entry, mode, *args])
         (conn / "connector.toml").write_text(MANIFEST.format(
             command=command, state_version=state_version, extra=textwrap.dedent(manifest_extra)))
         self.config.write_text(CONFIG.format(

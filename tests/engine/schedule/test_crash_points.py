@@ -2,7 +2,9 @@
 and after the child but before finalizing. On restart nothing fires twice and nothing stays ``submitted``.
 
 The reconciler runs in a driver process whose spawner kills its own process (a real ``kill -9``) at the
-chosen point; the children are real ``rocky run`` processes; the restart is the real ``rocky tick``.
+chosen point; the children are real ``rocky run`` processes; the restart is the real ``rocky tick``. A child
+never outlives its reconciler for long: it gets SIGTERM when the reconciler dies and records an interrupted
+run, which the restart honours.
 """
 
 from __future__ import annotations
@@ -14,18 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.state import StateStore
+from rocky_engine.schedule.claims import outcome_of_status
+from rocky_engine.state import RunRecord, StateStore
 from rocky_engine.state.claims import ClaimRepo
+from tests.engine.process.kit import dead, sleeping_hook, wait_for_hook
 from tests.engine.schedule.kit import tick_json, transformation, write_project
 
 DRIVER = """
-import os, signal, sys
+import os, signal, sys, time
 from datetime import datetime
 from rocky_engine.project import load_project
 from rocky_engine.schedule.reconciler import Reconciler
 from rocky_engine.schedule.spawner import SubprocessSpawner
 
 point, now = sys.argv[1], datetime.fromisoformat(sys.argv[2])
+hook_started = sys.argv[3] if len(sys.argv) > 3 else None
 
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -37,6 +42,9 @@ class CrashingSpawner(SubprocessSpawner):
         if point == "during_child":
             def started(pid):
                 on_start(pid)
+                if hook_started:  # die once the child is inside its run (its hook runs)
+                    while not os.path.exists(hook_started):
+                        time.sleep(0.02)
                 die()
             return super().run(request, started)
         result = super().run(request, on_start)
@@ -51,10 +59,11 @@ print("survived")
 OCCURRENCE = "2026-05-02T04:00:00.000000Z"
 
 
-def crash(root: Path, point: str, now: str) -> subprocess.CompletedProcess[str]:
-    # capture_output waits for the pipes to close: a child that outlived the driver finishes first
+def crash(root: Path, point: str, now: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    # capture_output waits for the pipes to close: a child still stopping after the driver died ends first
     return subprocess.run(
-        [sys.executable, "-c", DRIVER, point, now], cwd=root, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", DRIVER, point, now, *extra], cwd=root, capture_output=True, text=True,
+        timeout=120,
     )
 
 
@@ -63,9 +72,13 @@ def claims(root: Path) -> list[tuple[str, str, str | None]]:
         return [(c.claim_key, c.state, c.outcome) for c in ClaimRepo(store).recent()]
 
 
-def runs(root: Path) -> list[tuple[str | None, str]]:
+def records(root: Path) -> list[RunRecord]:
     with StateStore.open(root / "models" / ".rocky-state.db", writer=False) as store:
-        return [(r.pipeline, r.status) for r in store.runs.list()]
+        return list(store.runs.list())
+
+
+def runs(root: Path) -> list[tuple[str | None, str]]:
+    return [(r.pipeline, r.status) for r in records(root)]
 
 
 @pytest.fixture
@@ -96,17 +109,26 @@ def test_killed_after_the_claim_before_the_spawn(project: Path) -> None:
 
 
 @pytest.mark.slow
-def test_killed_during_the_child(project: Path) -> None:
-    proc = crash(project, "during_child", "2026-05-02T04:00:30+00:00")
+def test_killed_during_the_child(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    body = transformation("models", 'cron = "0 * * * *"') + sleeping_hook(pids)
+    write_project(tmp_path, body, {"good.sql": "select 1 as x\n"})
+    code, _ = tick_json(tmp_path, "--now", "2026-05-02T03:10:00Z")  # first sight
+    assert code == 0
+    proc = crash(tmp_path, "during_child", "2026-05-02T04:00:30+00:00", str(pids / "sleep"))
     assert proc.returncode == -9
-    # the child outlived its reconciler and recorded its run
-    assert runs(project) == [("models", "Success")]
-    assert claims(project) == [(f"models|cron|{OCCURRENCE}", "submitted", None)]
-    code, doc = tick_json(project, "--now", "2026-05-02T04:01:00Z")
-    assert code == 0 and doc["executed"] == []
-    assert claims(project) == [(f"models|cron|{OCCURRENCE}", "completed", "success")]
-    assert runs(project) == [("models", "Success")]
-    assert not (project / ".rocky" / "incidents").exists()
+    # the child did not outlive its reconciler: SIGTERM stopped its hook, it recorded an interrupted run
+    sh, sleep = wait_for_hook(pids, timeout=0)
+    assert dead(sh) and dead(sleep)
+    [record] = records(tmp_path)
+    assert record.interrupted and record.pipeline == "models"
+    assert claims(tmp_path) == [(f"models|cron|{OCCURRENCE}", "submitted", None)]
+    # the restart honours the record, whatever it says
+    code, doc = tick_json(tmp_path, "--now", "2026-05-02T04:01:00Z")
+    assert doc["executed"] == []
+    assert claims(tmp_path) == [(f"models|cron|{OCCURRENCE}", "completed", outcome_of_status(record.status))]
+    assert len(records(tmp_path)) == 1
 
 
 @pytest.mark.slow

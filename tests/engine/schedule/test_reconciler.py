@@ -597,7 +597,7 @@ def test_timeout_kill_through_the_reconciler(tmp_path: Path) -> None:
     clock = Clock(T0)
     rec = reconciler(clock, SimChild(clock))
     rec.spawner = ScaledSpawner(
-        command=[sys.executable, str(stubborn)], kill_grace_seconds=0.3, poll_seconds=0.05
+        command=[sys.executable, str(stubborn)], kill_grace_seconds=0.3
     )
     out = rec.tick(project)
     [executed] = out.executed

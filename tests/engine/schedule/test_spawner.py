@@ -1,4 +1,8 @@
-"""The child spawner with real processes: argv and env, exit codes, timeout (SIGTERM then SIGKILL), drain."""
+"""The child spawner with real processes: argv and env, exit codes, timeout (SIGTERM then SIGKILL), drain.
+
+Each child says when it is ready (a file, written after it installed its SIGTERM handler), and the timeout
+fires through the injected clock only after that, so nothing depends on how fast the machine is.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.schedule.spawner import CANNOT_START, ChildRequest, SubprocessSpawner
+from tests.engine.process.kit import dead, sleeping_hook, wait_for_file, wait_for_hook
+from tests.engine.schedule.kit import transformation, write_project
+from tests.fixtures.projects import child_env
 
 ECHO = """
 import json, os, sys
@@ -25,9 +32,11 @@ sys.exit(int(os.environ.get("EXIT", "0")))
 
 STUBBORN = """
 import os, signal, subprocess, sys, time
-signal.signal(signal.SIGTERM, lambda *a: open(sys.argv[1], "a").write("term\\n"))
+log = sys.argv[1]
+signal.signal(signal.SIGTERM, lambda *a: open(log, "a").write("term\\n"))
 grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-open(sys.argv[1], "a").write(f"grandchild {grandchild.pid}\\n")
+open(log, "a").write(f"grandchild {grandchild.pid}\\n")
+open(log + ".ready", "w").write("ready")
 while True:
     time.sleep(0.05)
 """
@@ -35,6 +44,7 @@ while True:
 POLITE = """
 import signal, sys, time
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))
+open(sys.argv[1] + ".ready", "w").write("ready")
 time.sleep(60)
 """
 
@@ -55,6 +65,11 @@ def script(tmp_path: Path, text: str, out: Path) -> list[str]:
     path = tmp_path / "child.py"
     path.write_text(text)
     return [sys.executable, str(path), str(out)]
+
+
+def after(flag: Path, jump: float = 10_000.0) -> float:
+    """A monotonic clock that jumps ``jump`` seconds ahead once ``flag`` exists (the child's handshake)."""
+    return time.monotonic() + (jump if flag.exists() else 0.0)
 
 
 def test_child_gets_argv_env_and_its_own_process_group(tmp_path: Path) -> None:
@@ -88,57 +103,66 @@ def test_cannot_start_is_exit_127(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_timeout_sends_sigterm_then_sigkill_to_the_group(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
+    ready = Path(f"{log}.ready")
     spawner = SubprocessSpawner(
-        command=script(tmp_path, STUBBORN, log), kill_grace_seconds=0.5, poll_seconds=0.05
+        command=script(tmp_path, STUBBORN, log), kill_grace_seconds=0.5, clock=lambda: after(ready)
     )
-    t0 = time.monotonic()
-    result = spawner.run(request(tmp_path, timeout=0.5))
-    elapsed = time.monotonic() - t0
+    result = spawner.run(request(tmp_path, timeout=100))
     assert result.timed_out and not result.drained
     assert result.exit_code == 128 + 9  # the SIGTERM was ignored: SIGKILL after the grace
-    assert 0.9 < elapsed < 10
+    assert result.duration_ms >= (10_000 + 0.5) * 1000  # and not before the grace
     lines = log.read_text().splitlines()
     assert "term" in lines
     grandchild = int(next(line for line in lines if line.startswith("grandchild")).split()[1])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(grandchild, 0)
-        except ProcessLookupError:
-            break
-        _reap(grandchild)
-        time.sleep(0.05)
-    else:
-        pytest.fail("the grandchild outlived the group kill")
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
+    # the run returned only once the whole group was gone
+    assert dead(grandchild)
 
 
 def test_a_polite_child_stops_on_sigterm(tmp_path: Path) -> None:
+    marker = tmp_path / "x"
     spawner = SubprocessSpawner(
-        command=script(tmp_path, POLITE, tmp_path / "x"), kill_grace_seconds=30, poll_seconds=0.05
+        command=script(tmp_path, POLITE, marker), kill_grace_seconds=600,
+        clock=lambda: after(Path(f"{marker}.ready")),
     )
-    t0 = time.monotonic()
-    result = spawner.run(request(tmp_path, timeout=0.3))
-    assert result.timed_out and result.exit_code == 130 and time.monotonic() - t0 < 10
+    result = spawner.run(request(tmp_path, timeout=100))
+    # exit 130 is the child's own SIGTERM handler: no SIGKILL was needed (the grace is 10 minutes)
+    assert result.timed_out and result.exit_code == 130
 
 
 def test_drain_terminates_and_flags_the_child(tmp_path: Path) -> None:
-    spawner = SubprocessSpawner(command=script(tmp_path, POLITE, tmp_path / "x"), poll_seconds=0.05)
-    started = threading.Event()
+    marker = tmp_path / "x"
+    spawner = SubprocessSpawner(command=script(tmp_path, POLITE, marker), kill_grace_seconds=600)
 
     def drain() -> None:
-        started.wait(10)
-        time.sleep(0.2)
+        wait_for_file(Path(f"{marker}.ready"))
         spawner.terminate()
 
     timer = threading.Thread(target=drain)
     timer.start()
-    result = spawner.run(request(tmp_path), lambda pid: started.set())
+    result = spawner.run(request(tmp_path))
     timer.join()
     assert result.drained and not result.timed_out and result.exit_code == 130
+
+
+def test_a_drain_before_the_start_stops_the_next_child_at_once(tmp_path: Path) -> None:
+    # the spawner appends rocky's arguments: they become the shell's positional parameters
+    spawner = SubprocessSpawner(command=["sh", "-c", "sleep 600", "sh"], kill_grace_seconds=600)
+    spawner.terminate()
+    result = spawner.run(request(tmp_path))
+    assert result.drained and result.exit_code == 128 + 15
+
+
+@pytest.mark.slow
+def test_timeout_minutes_stops_a_real_run_whose_hook_sleeps_in_about_the_grace(tmp_path: Path) -> None:
+    """The run's SIGTERM stops its hook (the InterruptGuard stops every child), so the run ends on its own
+    in seconds: not after the hook's 300 s, and not by the SIGKILL at the end of the 120 s grace."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    write_project(tmp_path, transformation("orders") + sleeping_hook(pids), {"good.sql": "select 1 as x\n"})
+    spawner = SubprocessSpawner(env=child_env(), kill_grace_seconds=120, clock=lambda: after(pids / "sleep"))
+    result = spawner.run(request(tmp_path, timeout=3600))
+    assert result.timed_out
+    assert result.exit_code == 130  # rocky run recorded the interrupt and exited by itself
+    assert result.duration_ms < (10_000 + 60) * 1000  # well inside the grace: nobody waited for the hook
+    sh, sleep = wait_for_hook(pids, timeout=0)
+    assert dead(sh) and dead(sleep)  # gone before the run returned

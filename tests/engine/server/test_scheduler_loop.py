@@ -55,7 +55,10 @@ def test_scheduled_and_webhook_runs_are_jobs_with_the_submission_id(tmp_path: Pa
         c.post("/api/v1/hooks/trigger/orders", content=b"{}")
         hooked = wait_for(lambda: of_kind("webhook"), 60, what="the webhook run")
         hook_job = wait_job(c, hooked[0]["job_id"])
-        metrics = c.get("/metrics").text
+        # the job is final before its tick is (the tick finalizes the claim, then counts): wait for the count
+        fired = 'rocky_scheduler_demands_fired_total{pipeline="orders",source="webhook"} 1'
+        metrics = wait_for(lambda: text if fired in (text := c.get("/metrics").text) else None, 30,
+                           what="the webhook tick's metrics")
     assert job["state"] == "succeeded" and job["pipeline"] == "orders"
     assert job["result"]["output"]["command"] == "run"
     assert hook_job["state"] == "succeeded"
