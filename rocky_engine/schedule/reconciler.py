@@ -451,6 +451,7 @@ class _Tick(Recovery):
             timeout_seconds=pp.timeout_minutes * 60 or None,
             cwd=self.project.root,
             attempt=attempt,
+            state_namespace=self.project.state_namespace,
         )
         log.info("running %s (%s, submission %s, attempt %d)", pp.name, trigger, submission_id, attempt)
 

@@ -60,6 +60,8 @@ class ChildRequest:
     extra_args: tuple[str, ...] = ()
     #: where the child's stdout (its JSON result) goes; None discards it
     stdout_path: Path | None = None
+    #: the parent's ``--state-namespace``: with ``--state-path`` it still names the remote subtree
+    state_namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def child_argv(request: ChildRequest, command: Sequence[str]) -> list[str]:
         *command,
         "-c", str(request.config_path),
         "--state-path", str(request.state_path),
+        *(("--state-namespace", request.state_namespace) if request.state_namespace else ()),
         "run", "--pipeline", request.pipeline, "--output", "json",
         *request.extra_args,
     ]

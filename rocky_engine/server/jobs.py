@@ -237,6 +237,7 @@ class JobManager:
             trigger="manual", submission_id=job_id, timeout_seconds=timeout, cwd=project.root,
             extra_args=("--filter", filter_) if filter_ else (),
             stdout_path=output_path(project.dot_rocky, job_id),
+            state_namespace=project.state_namespace,
         )
         with self._lock:
             self._live[job_id] = row

@@ -609,3 +609,27 @@ def test_timeout_kill_through_the_reconciler(tmp_path: Path) -> None:
     )
     assert out.exit_code() == 2 and executed.incident is not None
     assert json.loads(Path(executed.incident).read_text())["exit_code"] == 137
+
+
+def test_a_namespaced_tick_passes_its_namespace_to_the_child(tmp_path: Path) -> None:
+    # With --state-path the local file is fixed, but the namespace still names the remote subtree the
+    # child downloads from and uploads to: dropping it would sync a namespaced project into the default one.
+    from rocky_engine.project import load_project
+    from rocky_engine.schedule.spawner import child_argv
+    from tests.engine.schedule.kit import write_project
+
+    config = write_project(tmp_path, transformation("raw", 'freshness = true'), MODELS)
+    (tmp_path / "rocky.toml").write_text(
+        config.read_text() + "\n[freshness]\nexpected_lag_seconds = 60\n", encoding="utf-8"
+    )
+    project = load_project(config, env={}, state_namespace="tenant_a")
+    clock = Clock(T0)
+    child = SimChild(clock)
+    out = reconciler(clock, child).tick(project)
+    assert [e.pipeline for e in out.executed] == ["raw"]
+    request = child.calls[0]
+    assert request.state_namespace == "tenant_a"
+    assert request.state_path == project.state_path() and request.state_path.name == "tenant_a.db"
+    argv = child_argv(request, ["rocky"])
+    assert argv[argv.index("--state-namespace") + 1] == "tenant_a"
+    assert argv.index("--state-namespace") < argv.index("run")
