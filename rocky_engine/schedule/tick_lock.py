@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rocky_engine.wire.schedule import TickLockState as LockState
+
 STALE_AFTER_SECONDS = 300.0
 HEARTBEAT_INTERVAL_SECONDS = 10.0
 #: How long to wait for the heartbeat mutex (held for microseconds by a healthy process).
 MUTEX_WAIT_SECONDS = 2.0
 
 AcquireOutcome = Literal["acquired", "overridden", "in_progress"]
-LockState = Literal["free", "held", "wedged", "never"]
 
 LOCK_NAME = "tick.lock"
 HEARTBEAT_NAME = "tick.lock.heartbeat"

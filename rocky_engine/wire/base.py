@@ -1,0 +1,148 @@
+"""The base of every wire model: how a document is written (CONTRACT section 0) and how it is read.
+
+Writing (``WireModel.wire()``): optional fields that are empty or unknown (``None``, ``[]``, ``{}``) are
+omitted; required fields and the fields a class lists in ``ALWAYS`` are always written (``null`` / ``[]``
+included). A class with ``OMIT_UNSET = True`` writes instead exactly the fields it was given (a check
+writes the details it measured, a ``null`` result included). Datetimes are written in UTC with ``Z``.
+
+Reading (``Model.model_validate(doc)``): unknown keys are ignored, so a document from a newer engine that
+adds fields still parses; an omitted optional field takes its default. The strict reading (no key the
+model does not declare, every always-written key present) is what ``tests/engine/wire`` asserts of every
+document the engine prints: the models stay lenient for ``dagster_rocky``.
+
+Published names (``PUBLISHED_AS``): when the published client (``rocky-sdk``) names a field differently,
+the one-line change is ``PUBLISHED_AS = {"our_field": "their_key"}`` on the class: the value is then
+written under both keys, and a document that carries only the published key reads into our field.
+
+This package is the bottom layer: it imports pydantic and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+
+def is_empty(value: Any) -> bool:
+    """What the omission rule drops: ``None`` and empty lists, tuples and objects."""
+    return value is None or (isinstance(value, list | dict | tuple) and len(value) == 0)
+
+
+class WireModel(BaseModel):
+    """A JSON wire object: optional empty fields are dropped, ``ALWAYS`` fields are always written."""
+
+    # defer_build: a class's validator is built when it is first instantiated, not at import, so a
+    # command builds only the result types it returns (every model is importable from everywhere;
+    # building them all cost a quiet `rocky tick` milliseconds it has no use for).
+    model_config = ConfigDict(populate_by_name=True, defer_build=True, extra="ignore")
+
+    #: Fields written even when ``None`` or empty (the contract lists them as required).
+    ALWAYS: ClassVar[frozenset[str]] = frozenset()
+    #: True: a field is written when it was set (or is required / ``ALWAYS``), whatever its value.
+    OMIT_UNSET: ClassVar[bool] = False
+    #: attribute -> the published client's key for it (written too; read when ours is absent).
+    PUBLISHED_AS: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _published_keys(cls, data: Any) -> Any:
+        if not cls.PUBLISHED_AS or not isinstance(data, dict):
+            return data
+        missing = {
+            attr: data[key] for attr, key in cls.PUBLISHED_AS.items()
+            if key in data and attr not in data and _key_of(cls, attr) not in data
+        }
+        return {**data, **missing} if missing else data
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict of this object, with the omission rules applied recursively."""
+        cls = type(self)
+        given = self.model_fields_set if cls.OMIT_UNSET else None
+        out: dict[str, Any] = {}
+        for name, key, required in _wire_fields(cls):
+            value = getattr(self, name)
+            if not required and (_is_unset(name, given) if given is not None else is_empty(value)):
+                continue
+            out[key] = _wire_value(value)
+            published = cls.PUBLISHED_AS.get(name)
+            if published is not None:
+                out[published] = out[key]
+        return out
+
+
+def _is_unset(name: str, given: set[str]) -> bool:
+    return name not in given
+
+
+def _key_of(cls: type[WireModel], attr: str) -> str:
+    field = cls.model_fields.get(attr)
+    return (field.alias or attr) if field is not None else attr
+
+
+@cache
+def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool], ...]:
+    """(attribute, JSON key, always written) per field, computed once per class: a tick over 1,000
+    pipelines wires ~3,000 objects, and pydantic's field metadata is slow to query per object."""
+    return tuple(
+        (name, field.alias or name, field.is_required() or name in cls.ALWAYS)
+        for name, field in cls.model_fields.items()
+    )
+
+
+def written_keys(cls: type[WireModel]) -> tuple[frozenset[str], frozenset[str]]:
+    """(every key ``cls`` may write, the keys it always writes): what the strict reading checks."""
+    fields = _wire_fields(cls)
+    may = {key for _, key, _ in fields} | set(cls.PUBLISHED_AS.values())
+    must = {key for _, key, required in fields if required}
+    must |= {cls.PUBLISHED_AS[name] for name, _, required in fields if required and name in cls.PUBLISHED_AS}
+    return frozenset(may), frozenset(must)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def utc_text(moment: datetime) -> str:
+    """A datetime as written on the wire: ISO 8601 in UTC with ``Z`` (naive values are taken as UTC)."""
+    aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return aware.isoformat().replace("+00:00", "Z")
+
+
+def _wire_value(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most values: nothing to convert
+        return value
+    if isinstance(value, WireModel):
+        return value.wire()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, datetime):
+        return utc_text(value)
+    if isinstance(value, list | tuple):
+        return [_wire_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _wire_value(v) for k, v in value.items()}
+    return value
+
+
+def document_text(doc: WireModel | Mapping[str, Any]) -> str:
+    """One JSON document as the CLI and the server write it: 2-space indent, trailing newline."""
+    data = doc.wire() if isinstance(doc, WireModel) else _wire_value(dict(doc))
+    return json.dumps(data, indent=2, default=str) + "\n"
+
+
+def validation_summary(exc: BaseException) -> str:
+    """One line saying why a document did not read: the first problem of a pydantic ``ValidationError``
+    (``files.0.rows: Input should be ...``), else the error's own text."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    first = errors[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    message = str(first.get("msg", ""))
+    return f"{loc}: {message}" if loc else message
