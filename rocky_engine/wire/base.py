@@ -47,6 +47,8 @@ class WireModel(BaseModel):
     OMIT_UNSET: ClassVar[bool] = False
     #: attribute -> the published client's key for it (written too; read when ours is absent).
     PUBLISHED_AS: ClassVar[Mapping[str, str]] = {}
+    #: fields written after all the others, in this order (a base's field that a document puts last).
+    WRITE_LAST: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -88,9 +90,11 @@ def _key_of(cls: type[WireModel], attr: str) -> str:
 def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool], ...]:
     """(attribute, JSON key, always written) per field, computed once per class: a tick over 1,000
     pipelines wires ~3,000 objects, and pydantic's field metadata is slow to query per object."""
+    last = {name: i for i, name in enumerate(cls.WRITE_LAST)}
+    names = sorted(cls.model_fields, key=lambda name: last.get(name, -1))
     return tuple(
         (name, field.alias or name, field.is_required() or name in cls.ALWAYS)
-        for name, field in cls.model_fields.items()
+        for name, field in ((name, cls.model_fields[name]) for name in names)
     )
 
 

@@ -33,6 +33,7 @@ class CheckResult(WireModel):
 
     OMIT_UNSET: ClassVar[bool] = True
     ALWAYS: ClassVar[frozenset[str]] = _HEAD
+    WRITE_LAST: ClassVar[tuple[str, ...]] = ("error",)
     #: the discriminator tag of this model (see :func:`check_tag`)
     TAG: ClassVar[str] = "unknown"
 
@@ -181,6 +182,7 @@ class CompositeAssertion(AssertionCheck):
     """No two rows share the combination of ``columns``."""
 
     TAG: ClassVar[str] = "assertion:composite"
+    WRITE_LAST: ClassVar[tuple[str, ...]] = ("failing_rows", "error")
     kind: Literal["composite"] = "composite"
     columns: list[str] | None = None
 
