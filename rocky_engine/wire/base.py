@@ -10,8 +10,8 @@ adds fields still parses; an omitted optional field takes its default. The stric
 model does not declare, every always-written key present) is what ``tests/engine/wire`` asserts of every
 document the engine prints: the models stay lenient for ``dagster_rocky``.
 
-Published names (``PUBLISHED_AS``): when the published client (``rocky-sdk``) names a field differently,
-the one-line change is ``PUBLISHED_AS = {"our_field": "their_key"}`` on the class: the value is then
+Published names: when the published client (``rocky-sdk``) names a field differently, the one-line change
+is the field's declaration, ``rows_copied: int | None = published("rows", None)``: the value is then
 written under both keys, and a document that carries only the published key reads into our field.
 
 This package is the bottom layer: it imports pydantic and the standard library only.
@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticUndefined
 
 
 def is_empty(value: Any) -> bool:
@@ -45,55 +46,44 @@ class WireModel(BaseModel):
     ALWAYS: ClassVar[frozenset[str]] = frozenset()
     #: True: a field is written when it was set (or is required / ``ALWAYS``), whatever its value.
     OMIT_UNSET: ClassVar[bool] = False
-    #: attribute -> the published client's key for it (written too; read when ours is absent).
-    PUBLISHED_AS: ClassVar[Mapping[str, str]] = {}
     #: fields written after all the others, in this order (a base's field that a document puts last).
     WRITE_LAST: ClassVar[tuple[str, ...]] = ()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _published_keys(cls, data: Any) -> Any:
-        if not cls.PUBLISHED_AS or not isinstance(data, dict):
-            return data
-        missing = {
-            attr: data[key] for attr, key in cls.PUBLISHED_AS.items()
-            if key in data and attr not in data and _key_of(cls, attr) not in data
-        }
-        return {**data, **missing} if missing else data
 
     def wire(self) -> dict[str, Any]:
         """The JSON-ready dict of this object, with the omission rules applied recursively."""
         cls = type(self)
         given = self.model_fields_set if cls.OMIT_UNSET else None
         out: dict[str, Any] = {}
-        for name, key, required in _wire_fields(cls):
+        for name, key, required, published in _wire_fields(cls):
             value = getattr(self, name)
-            if not required and (_is_unset(name, given) if given is not None else is_empty(value)):
+            if not required and (name not in given if given is not None else is_empty(value)):
                 continue
             out[key] = _wire_value(value)
-            published = cls.PUBLISHED_AS.get(name)
             if published is not None:
                 out[published] = out[key]
         return out
 
 
-def _is_unset(name: str, given: set[str]) -> bool:
-    return name not in given
+def published(key: str, default: Any = PydanticUndefined, **field: Any) -> Any:
+    """A field the published client (``rocky-sdk``) knows as ``key``: written under both names (with one
+    value), read from either (the published one when a document carries both)."""
+    return Field(default, validation_alias=key, json_schema_extra={"published": key}, **field)
 
 
-def _key_of(cls: type[WireModel], attr: str) -> str:
-    field = cls.model_fields.get(attr)
-    return (field.alias or attr) if field is not None else attr
+def _published_key(field: Any) -> str | None:
+    extra = field.json_schema_extra
+    key = extra.get("published") if isinstance(extra, dict) else None
+    return key if isinstance(key, str) else None
 
 
 @cache
-def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool], ...]:
-    """(attribute, JSON key, always written) per field, computed once per class: a tick over 1,000
-    pipelines wires ~3,000 objects, and pydantic's field metadata is slow to query per object."""
+def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool, str | None], ...]:
+    """(attribute, JSON key, always written, published key) per field, computed once per class: a tick over
+    1,000 pipelines wires ~3,000 objects, and pydantic's field metadata is slow to query per object."""
     last = {name: i for i, name in enumerate(cls.WRITE_LAST)}
     names = sorted(cls.model_fields, key=lambda name: last.get(name, -1))
     return tuple(
-        (name, field.alias or name, field.is_required() or name in cls.ALWAYS)
+        (name, field.alias or name, field.is_required() or name in cls.ALWAYS, _published_key(field))
         for name, field in ((name, cls.model_fields[name]) for name in names)
     )
 
@@ -101,9 +91,9 @@ def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool], ...]:
 def written_keys(cls: type[WireModel]) -> tuple[frozenset[str], frozenset[str]]:
     """(every key ``cls`` may write, the keys it always writes): what the strict reading checks."""
     fields = _wire_fields(cls)
-    may = {key for _, key, _ in fields} | set(cls.PUBLISHED_AS.values())
-    must = {key for _, key, required in fields if required}
-    must |= {cls.PUBLISHED_AS[name] for name, _, required in fields if required and name in cls.PUBLISHED_AS}
+    may = {key for _, key, _, _ in fields} | {p for _, _, _, p in fields if p}
+    must = {key for _, key, required, _ in fields if required}
+    must |= {p for _, _, required, p in fields if required and p}
     return frozenset(may), frozenset(must)
 
 

