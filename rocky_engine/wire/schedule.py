@@ -1,8 +1,14 @@
-"""``GET /api/v1/schedule``: the scheduler's stored state, read-only (seeds: "resident scheduler").
+"""The scheduler's documents: ``GET /api/v1/schedule``, and the two small files in ``.rocky/`` that one
+process writes and others read.
 
-``tick_lock`` free | held | wedged | never; each scheduled pipeline's cron / after / freshness, the facts
-the reconciler stored about it and the backoff in force; the ``submitted`` claims; and what only the
-server knows (``scheduler``: resident or not, poll interval, last tick attempt).
+The schedule document (seeds: "resident scheduler"): ``tick_lock`` free | held | wedged | never; each
+scheduled pipeline's cron / after / freshness, the facts the reconciler stored about it and the backoff in
+force; the ``submitted`` claims; and what only the server knows (``scheduler``: resident or not, poll
+interval, last tick attempt).
+
+The files: ``.rocky/tick.lock.heartbeat`` (who holds the tick lock; its mtime is the heartbeat, read by
+the next tick, ``rocky doctor`` and the server) and ``.rocky/running/<submission_id>.json`` (which pid runs
+a scheduled child, read by whoever recovers a crashed owner's claims).
 """
 
 from __future__ import annotations
@@ -110,3 +116,26 @@ class ScheduleDocument(ScheduleStatus, _Stamp):
     ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "now", "pipelines", "claims", "scheduler"})
 
     scheduler: ServerScheduler
+
+
+class TickHeartbeat(WireModel):
+    """``.rocky/tick.lock.heartbeat``. Read leniently: a torn or foreign file is a heartbeat of unknown
+    holder (its age still counts)."""
+
+    pid: int | None = None
+    hostname: str | None = None
+    #: epoch seconds at which the holder took the lock
+    acquired_at: float | None = None
+    #: the holder took over a wedged lock
+    overridden: bool | None = None
+    #: written by the holder as it lets go (with mtime 0, so the heartbeat reads stale at once)
+    released: bool | None = None
+
+
+class RunningChild(WireModel):
+    """``.rocky/running/<submission_id>.json``: a scheduled child that is (or was) running."""
+
+    pid: int
+    hostname: str
+    pipeline: str
+    started_at: str

@@ -187,3 +187,65 @@ def test_job_results_round_trip_through_the_store(tmp_path: Path) -> None:
     assert first.error == "partial success: some models failed (exit 2)"
     second = assert_strict(job_wire(stored["j2"]).wire(), JobDocument)
     assert second.result is not None and second.result.recovered and second.result.exit_code is None
+
+
+def test_tick_heartbeat_file_is_read_by_another_process(tmp_path: Path) -> None:
+    """The heartbeat a tick writes, as a separate ``rocky doctor``-like reader sees it."""
+    import os
+    import subprocess
+
+    from rocky_engine.schedule.tick_lock import HEARTBEAT_NAME, TickLock
+    from rocky_engine.wire.schedule import TickHeartbeat
+
+    lock = TickLock(tmp_path, wall=lambda: 1_780_000_000.0)
+    assert lock.acquire() == "acquired"
+    try:
+        held = assert_strict(json.loads((tmp_path / HEARTBEAT_NAME).read_text()), TickHeartbeat)
+        assert (held.pid, held.acquired_at, held.overridden) == (os.getpid(), 1_780_000_000.0, False)
+        probe = (
+            "import sys; from pathlib import Path\n"
+            "from rocky_engine.schedule.tick_lock import inspect_tick_lock\n"
+            "info = inspect_tick_lock(Path(sys.argv[1]), wall=lambda: 1_780_000_000.0 + 5)\n"
+            "print(info.state, info.holder_pid)\n"
+        )
+        seen = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                              check=True).stdout.split()
+        assert seen[1] == str(os.getpid())
+    finally:
+        lock.release()
+    released = assert_strict(json.loads((tmp_path / HEARTBEAT_NAME).read_text()), TickHeartbeat)
+    assert released.released is True and released.hostname is None
+
+
+def test_running_child_registry_file(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from rocky_engine.schedule.claims import ChildRegistry
+    from rocky_engine.wire.schedule import RunningChild
+
+    registry = ChildRegistry(tmp_path)
+    registry.register("sub-1", 4242, "orders", datetime(2026, 5, 2, 3, tzinfo=UTC))
+    doc = assert_strict(json.loads((registry.directory / "sub-1.json").read_text()), RunningChild)
+    assert (doc.pid, doc.pipeline, doc.started_at) == (4242, "orders", "2026-05-02T03:00:00.000Z")
+    (registry.directory / "sub-2.json").write_text('{"pid": "not a pid"}')
+    assert not registry.alive("sub-2")  # a file that does not read is no live child
+
+
+def test_invalid_config_and_critical_doctor_documents(tmp_path: Path) -> None:
+    from rocky_engine.wire.doctor import DoctorResult
+    from rocky_engine.wire.validate import ValidateResult
+
+    (tmp_path / "rocky.toml").write_text(
+        '[adapter]\ntype = "duckdb"\npath = "wh.duckdb"\n\n[pipeline.t]\ntype = "transformation"\n'
+        '[pipeline.t.schedule]\ncron = "61 * * * *"\n'
+    )
+    res = run_rocky(["--output", "json", "validate"], cwd=tmp_path)
+    assert res.returncode == 1
+    doc = assert_strict(res.json, ValidateResult)
+    errors = [m.field for m in doc.messages if m.severity == "error"]
+    assert not doc.valid and "pipeline.t.schedule.cron" in errors
+    (tmp_path / "rocky.toml").write_text("[pipeline.t\n")
+    res = run_rocky(["--output", "json", "doctor"], cwd=tmp_path)
+    assert res.returncode == 3
+    report = assert_strict(res.json, DoctorResult)
+    assert report.critical and report.checks[0].name == "config" and report.suggestions
