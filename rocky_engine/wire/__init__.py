@@ -8,7 +8,8 @@ but this docstring, so ``rocky --help`` and a quiet ``rocky tick`` pay only for 
 - ``run``: ``rocky run`` (``RunResult`` ...); ``checks``: check results, one model per kind;
   ``metadata``: what a materialization and a check tell Dagster (one builder for both sides);
 - ``discover``, ``history``, ``state`` (watermarks, pause/resume), ``spool`` (demand files and their
-  listing), ``tick``, ``schedule`` (``GET /api/v1/schedule``), ``doctor``, ``validate``, ``load``,
+  listing), ``tick``, ``schedule`` (``GET /api/v1/schedule``, the tick heartbeat, the running-child
+  registry), ``doctor``, ``validate``, ``load``,
   ``brief``, ``hooks`` (event context on stdin, ``hooks list|test``), ``ci``;
 - ``jobs`` and ``server`` (the HTTP routes' documents), ``incident`` (incident bundles), ``connector``
   (the child connector request and result).
