@@ -18,6 +18,7 @@ from dagster_rocky.assets import RockyAssetEntry, RockyAssetIndex
 from dagster_rocky.resource import RockyResource
 from dagster_rocky.translator import component_value
 from dagster_rocky.types import CheckResult, MaterializationInfo, RunResult, SourceInfo, TableError
+from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ def _events_for(
         if key in emitted:
             continue
         emitted.add(key)
-        yield dg.MaterializeResult(asset_key=key, metadata=materialization_metadata(mat, result))
+        yield dg.MaterializeResult(asset_key=key, metadata=materialization_metadata(mat, result.run_id))
     for table in result.check_results:
         entry = mine(table.asset_key)
         if entry is None or entry.key in failed:
@@ -191,40 +192,11 @@ def _events_for(
             yield check_result(check_key, check)
 
 
-def materialization_metadata(mat: MaterializationInfo, result: RunResult) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "dagster/duration_ms": mat.duration_ms,
-        "duration_ms": mat.duration_ms,
-        "strategy": mat.metadata.strategy,
-        "target_table_full_name": mat.metadata.target_table_full_name,
-        "dagster/table_name": mat.metadata.target_table_full_name,
-    }
-    if mat.rows_copied is not None:
-        meta["dagster/row_count"] = mat.rows_copied
-        meta["rows_copied"] = mat.rows_copied
-    if mat.metadata.watermark is not None:
-        meta["watermark"] = mat.metadata.watermark
-    if mat.metadata.sql_hash is not None:
-        meta["sql_hash"] = mat.metadata.sql_hash
-    if mat.metadata.column_count is not None:
-        meta["column_count"] = mat.metadata.column_count
-    if mat.started_at is not None:
-        meta["started_at"] = mat.started_at
-    if result.run_id:
-        meta["rocky/run_id"] = result.run_id
-    return {k: v for k, v in meta.items() if v not in ("", None)}
-
-
 def check_result(check_key: dg.AssetCheckKey, check: CheckResult) -> dg.AssetCheckResult:
-    severity = (
-        dg.AssetCheckSeverity.WARN
-        if check.severity.lower().startswith("warn")
-        else dg.AssetCheckSeverity.ERROR
-    )
+    warn = dagster_severity(check) == "WARN"
+    severity = dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR
     metadata: dict[str, Any] = {"severity": check.severity}
-    for name, value in check.details.items():
-        if value is None:
-            continue
+    for name, value in check_metadata(check).items():
         metadata[name] = dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
     return dg.AssetCheckResult(
         asset_key=check_key.asset_key,

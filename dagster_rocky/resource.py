@@ -1,7 +1,8 @@
 """``RockyResource``: drives the ``rocky`` CLI and reads its JSON back, nothing else.
 
 The integration never imports the engine: it runs ``rocky <cmd> --output json`` as a child process (exactly
-what a user's own wrapper script would do) and parses the document with :mod:`dagster_rocky.types`.
+what a user's own wrapper script would do) and parses the document with :mod:`dagster_rocky.types` (the
+engine's wire models, ``rocky_engine.wire``: the only part of the engine it imports).
 
 Outcomes:
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from dagster_rocky import _process
 from dagster_rocky.types import DiscoverResult, DoctorResult, HistoryResult, RunResult
+from rocky_engine.wire.base import validation_summary
 
 if TYPE_CHECKING:
     from dagster_rocky.pipes import RockyPipesInvocation
@@ -257,7 +259,8 @@ def parse_outcome(
             if outcome.returncode == 0:
                 raise _failure(
                     outcome,
-                    f"`{shown}` printed a {command} document this integration cannot read ({_first(exc)}); "
+                    f"`{shown}` printed a {command} document this integration cannot read "
+                    f"({validation_summary(exc)}); "
                     "check that the rocky engine and dagster-rocky versions match",
                 ) from exc
     if outcome.returncode == 0:
@@ -280,12 +283,6 @@ def _parse_document(stdout: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return None
-
-
-def _first(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{loc}: {err.get('msg', '')}" if loc else str(err.get("msg", ""))
 
 
 def _stderr_summary(stderr: str) -> str:

@@ -1,92 +1,48 @@
 """One place that renders command results and maps them to exit codes.
 
-Every command returns a :class:`Result` (a pydantic model). JSON goes to stdout as one document with a
-2-space indent and a trailing newline; optional fields that are empty are omitted (CONTRACT section 0).
+Every command returns a :class:`Result`: its wire document (``rocky_engine.wire``) plus its exit code and
+rendering. JSON goes to stdout as one document with a 2-space indent and a trailing newline; optional
+fields that are empty are omitted (CONTRACT section 0, ``rocky_engine.wire.base``).
 For people, a result renders itself as a table (``render_table``) or Markdown (``render_md``); ``rich`` is
 imported only on that path, never when the output is JSON.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from rocky_engine.wire.base import WireModel, document_text
 
 OutputFormat = Literal["json", "table", "md"]
 
 
-def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, list | dict | tuple) and len(value) == 0)
+class Result:
+    """What a command returns: a wire document (``rocky_engine.wire``) that also knows its exit code and
+    how to render itself for people.
 
+    A mixin, combined with the document's wire model: ``class RunOutput(RunResult, Result)``. The wire
+    model owns every field (the engine adds none, ``tests/engine/wire`` checks it); this side owns what is
+    not wire: the exit code and the table / Markdown text.
+    """
 
-class WireModel(BaseModel):
-    """A JSON wire object: optional empty fields are dropped, ``ALWAYS`` fields are always written."""
+    if TYPE_CHECKING:
 
-    # defer_build: a class's validator is built when it is first instantiated, not at import, so a
-    # command builds only the result types it returns (every command module's results are importable
-    # from everywhere; building them all cost a quiet `rocky tick` milliseconds it has no use for).
-    model_config = ConfigDict(populate_by_name=True, defer_build=True)
-
-    #: Fields written even when ``None`` or empty (the contract lists them as required).
-    ALWAYS: ClassVar[frozenset[str]] = frozenset()
-
-    def wire(self) -> dict[str, Any]:
-        """The JSON-ready dict of this object, with contract omission rules applied recursively."""
-        out: dict[str, Any] = {}
-        for name, key, required in _wire_fields(type(self)):
-            value = getattr(self, name)
-            if not required and _is_empty(value):
-                continue
-            out[key] = _wire_value(value)
-        return out
-
-
-@cache
-def _wire_fields(cls: type[WireModel]) -> tuple[tuple[str, str, bool], ...]:
-    """(attribute, JSON key, always written) per field, computed once per class: a tick over 1,000
-    pipelines wires ~3,000 objects, and pydantic's field metadata is slow to query per object."""
-    return tuple(
-        (name, field.alias or name, field.is_required() or name in cls.ALWAYS)
-        for name, field in cls.model_fields.items()
-    )
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _wire_value(value: Any) -> Any:
-    if type(value) in _SCALARS:  # most values: nothing to convert
-        return value
-    if isinstance(value, WireModel):
-        return value.wire()
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    if isinstance(value, list | tuple):
-        return [_wire_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _wire_value(v) for k, v in value.items()}
-    return value
-
-
-class Result(WireModel):
-    """A command's result: what it renders and which exit code it implies."""
+        def wire(self) -> dict[str, Any]: ...
 
     def exit_code(self) -> int:
         return 0
 
     def render_table(self) -> str:
         """Human-readable text; the default is the JSON document."""
-        return to_json(self)
+        return document_text(self.wire())
 
     def render_md(self) -> str:
         return self.render_table()
 
 
-def to_json(result: WireModel) -> str:
-    return json.dumps(result.wire(), indent=2, default=str) + "\n"
+def to_json(result: WireModel | Result) -> str:
+    return document_text(result.wire())
 
 
 def resolve_format(requested: str | None) -> OutputFormat:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rocky_engine.logs import get_logger
-from rocky_engine.run.output import Anomaly
+from rocky_engine.wire.run import AnomalyInfo
 
 #: history points needed before a deviation means anything
 MIN_HISTORY = 3
@@ -22,8 +22,8 @@ log = get_logger("checks")
 
 def detect_anomaly(
     table: str, current_count: int, history: Sequence[int], threshold_pct: float
-) -> Anomaly | None:
-    """An :class:`Anomaly` when ``current_count`` deviates from the history average by more than
+) -> AnomalyInfo | None:
+    """An :class:`AnomalyInfo` when ``current_count`` deviates from the history average by more than
     ``threshold_pct`` percent; ``None`` otherwise (or with too little history).
 
     An average of zero is compared as if it were one row, so a table that was empty and now has rows is
@@ -42,7 +42,7 @@ def detect_anomaly(
         f"{len(window)} runs ({deviation_pct:.1f}% > {threshold_pct:g}% threshold)"
     )
     log.warning("row count anomaly detected on %s: %s", table, reason)
-    return Anomaly(
+    return AnomalyInfo(
         table=table,
         current_count=current_count,
         baseline_avg=round(baseline_avg, 3),

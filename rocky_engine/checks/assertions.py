@@ -27,6 +27,13 @@ from rocky_engine.adapters.base import WarehouseSession, quote_ident
 from rocky_engine.checks.sql import plain_number, sibling, sql_literal, timestamp_literal
 from rocky_engine.config.checks import Assertion
 from rocky_engine.errors import AdapterError
+from rocky_engine.wire.checks import (
+    ASSERTION_BY_KIND,
+    AggregateAssertion,
+    AssertionCheck,
+    CompositeAssertion,
+    RowCountRangeAssertion,
+)
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
@@ -116,38 +123,38 @@ def _duplicates(qualified: str, where: str, cols: list[str], keep: str) -> str:
 
 def run_assertion(
     session: WarehouseSession, assertion: Assertion, qualified: str, now: datetime
-) -> dict[str, Any]:
-    """Run one assertion; the check dict ``{name, passed, severity, kind, column?, failing_rows, ...}``."""
+) -> AssertionCheck:
+    """Run one assertion; its typed check ``{name, passed, severity, kind, column?, failing_rows, ...}``."""
     a = assertion
-    check: dict[str, Any] = {"name": a.display_name, "passed": False, "severity": a.severity, "kind": a.type}
+    check = ASSERTION_BY_KIND[a.type](name=a.display_name, passed=False, severity=a.severity, kind=a.type)
     if a.column:
-        check["column"] = a.column
-    if a.type == "composite":
-        check["columns"] = list(a.columns or [])
+        check.column = a.column
+    if isinstance(check, CompositeAssertion):
+        check.columns = list(a.columns or [])
     if a.filter:
-        check["filter"] = a.filter
+        check.filter = a.filter
     try:
         rows = session.query(assertion_sql(a, qualified, now))
     except AdapterError as exc:
-        check["error"] = exc.message
+        check.error = exc.message
         return check
     value = plain_number(rows[0][0]) if rows and rows[0] else None
-    if a.type in TABLE_LEVEL:
+    if isinstance(check, RowCountRangeAssertion | AggregateAssertion):
         ok = _table_level_ok(a, value)
-        check["failing_rows"] = 0 if ok else 1
-        check["row_count" if a.type == "row_count_range" else "actual"] = value
-        if a.type == "row_count_range":
+        check.failing_rows = 0 if ok else 1
+        if isinstance(check, RowCountRangeAssertion):
+            check.row_count = value
             if a.min is not None:
-                check["min"] = a.min
+                check.min = a.min
             if a.max is not None:
-                check["max"] = a.max
+                check.max = a.max
         else:
-            check.update({"op": a.op, "cmp": a.cmp, "value": a.value})
+            check.actual, check.op, check.cmp, check.value = value, a.op, a.cmp, a.value
     else:
         failing = int(value or 0)
-        check["failing_rows"] = failing
+        check.failing_rows = failing
         ok = failing == 0
-    check["passed"] = ok
+    check.passed = ok
     return check
 
 
@@ -179,6 +186,6 @@ def run_assertions(
     assertions: Sequence[Assertion],
     qualified: str,
     now: datetime,
-) -> list[dict[str, Any]]:
+) -> list[AssertionCheck]:
     """Run every assertion in order (each contained: one failing never stops the next)."""
     return [run_assertion(session, a, qualified, now) for a in assertions]

@@ -25,7 +25,8 @@ from rocky_engine.checks.builtin import (
 )
 from rocky_engine.config.checks import ChecksConfig
 from rocky_engine.errors import AdapterError
-from rocky_engine.run.output import Anomaly, TableCheckResult
+from rocky_engine.wire.checks import CheckResult, TableCheckResult
+from rocky_engine.wire.run import AnomalyInfo
 
 
 @dataclass
@@ -53,16 +54,23 @@ class TableCheckOutcome:
     """What checking one table produced."""
 
     result: TableCheckResult
-    anomalies: list[Anomaly] = field(default_factory=list)
+    anomalies: list[AnomalyInfo] = field(default_factory=list)
     #: the table's row count when row_count ran and could count it (recorded as the anomaly baseline)
     row_count: int | None = None
 
     def error_failed(self) -> bool:
         """True when any error-severity check failed (the quality gate)."""
-        return any(not c.get("passed", True) and c.get("severity") == "error" for c in self.result.checks)
+        return any(c.fails_gate for c in self.result.checks)
 
-    def failed(self) -> list[dict[str, Any]]:
-        return [c for c in self.result.checks if not c.get("passed", True)]
+    def failed(self) -> list[CheckResult]:
+        return [c for c in self.result.checks if not c.passed]
+
+    def event_metadata(self) -> dict[str, Any]:
+        """The ``metadata`` of the ``check_result`` hook event: the table, its verdict, its checks."""
+        return {
+            "asset_key": list(self.result.asset_key), "passed": not self.failed(),
+            "checks": [c.wire() for c in self.result.checks],
+        }
 
 
 def run_table_checks(

@@ -28,7 +28,6 @@ def execute(args: argparse.Namespace) -> Any:
         # Child connector targets are sources too (source_type "connector"); --pipeline narrows to one
         # replication pipeline, so they are left out then.
         from rocky_engine.connectors.discover import discover_connector_sources
-        from rocky_engine.replication.discover import SourceInfo
 
-        result.sources.extend(SourceInfo.model_validate(s) for s in discover_connector_sources(project))
+        result.sources.extend(discover_connector_sources(project))
     return result

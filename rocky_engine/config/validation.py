@@ -38,9 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Literal
 
-from rocky_engine import __version__
 from rocky_engine.config.adapters import WAREHOUSE_TYPES
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import (
@@ -55,19 +53,10 @@ from rocky_engine.config.pipelines import (
 from rocky_engine.config.schedule_syntax import cron_problem as cron_problem
 from rocky_engine.config.schedule_syntax import timezone_problem as timezone_problem
 from rocky_engine.graph import find_cycles
-from rocky_engine.output import Result, WireModel, md_table
+from rocky_engine.output import Result, md_table
+from rocky_engine.wire.validate import PipelineSummary, ValidateResult, ValidationMessage
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ValidationMessage(WireModel):
-    """One finding of ``rocky validate``."""
-
-    severity: Literal["error", "warning"]
-    code: str
-    message: str
-    #: the dotted config key the finding is about (``pipeline.raw.schedule.cron``)
-    field: str | None = None
 
 
 def _error(code: str, message: str, field: str | None = None) -> ValidationMessage:
@@ -366,23 +355,8 @@ def _transformation_freshness(
 # --- the command result ---------------------------------------------------------------------------------
 
 
-class PipelineSummary(WireModel):
-    name: str
-    type: str
-
-
-class ValidateResult(Result):
-    """``rocky validate`` output (CONTRACT section 8); exit 1 on any error-severity message."""
-
-    ALWAYS = frozenset({"messages", "adapters", "pipelines"})
-
-    version: str = __version__
-    command: str = "validate"
-    valid: bool
-    messages: list[ValidationMessage] = []
-    adapters: list[str] = []
-    pipelines: list[PipelineSummary] = []
-    models: int = 0
+class ValidateOutput(ValidateResult, Result):
+    """``rocky validate`` (CONTRACT section 8), rendered; exit 1 on any error-severity message."""
 
     def exit_code(self) -> int:
         return 0 if self.valid else 1
@@ -414,7 +388,7 @@ class ValidateResult(Result):
         return head + "\n\n" + md_table(["severity", "code", "field", "message"], rows)
 
 
-def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> ValidateResult:
+def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> ValidateOutput:
     """Everything ``rocky validate`` does: load, cross-check, load the models; never raises ConfigError."""
     from rocky_engine.config.loader import load_config
     from rocky_engine.errors import ConfigError
@@ -422,11 +396,11 @@ def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> V
     try:
         cfg = load_config(config_path, env=env)
     except ConfigError as exc:
-        return ValidateResult(valid=False, messages=[_error("V001", str(exc), exc.key)])
+        return ValidateOutput(valid=False, messages=[_error("V001", str(exc), exc.key)])
     messages = validate_config(cfg)
     model_messages, model_count = validate_models(cfg, env)
     messages.extend(model_messages)
-    return ValidateResult(
+    return ValidateOutput(
         valid=not any(m.severity == "error" for m in messages),
         messages=messages,
         adapters=list(cfg.adapters),

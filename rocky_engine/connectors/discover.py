@@ -9,10 +9,10 @@ fires for batches that landed. Reading the state is read-only: discover never ta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rocky_engine.state._time import rfc3339
 from rocky_engine.state.connectors import ConnectorStateRepo
+from rocky_engine.wire.discover import SourceInfo, TableInfo
 
 if TYPE_CHECKING:
     from rocky_engine.project import Project
@@ -21,29 +21,29 @@ if TYPE_CHECKING:
 SOURCE_TYPE = "connector"
 
 
-def connector_sources(project: Project, store: StateStore) -> list[dict[str, Any]]:
+def connector_sources(project: Project, store: StateStore) -> list[SourceInfo]:
     """One ``sources[]`` entry (CONTRACT section 4) per connector of ``project``, in config order."""
     saved = {s.name: s for s in ConnectorStateRepo(store).all()}
-    out: list[dict[str, Any]] = []
+    out: list[SourceInfo] = []
     for name, cfg in project.config.connectors.items():
         state = saved.get(name)
         target = cfg.target
-        out.append({
-            "id": f"{SOURCE_TYPE}:{name}",
-            "components": {"connector": name},
-            "source_type": SOURCE_TYPE,
-            "last_sync_at": rfc3339(state.committed_at) if state is not None else None,
-            "tables": [{"name": target.table}],
-            "metadata": {
+        out.append(SourceInfo(
+            id=f"{SOURCE_TYPE}:{name}",
+            components={"connector": name},
+            source_type=SOURCE_TYPE,
+            last_sync_at=state.committed_at if state is not None else None,
+            tables=[TableInfo(name=target.table)],
+            metadata={
                 "target": target.full_name,
                 "adapter": target.adapter,
                 "commit_seq": state.commit_seq if state is not None else 0,
             },
-        })
+        ))
     return out
 
 
-def discover_connector_sources(project: Project) -> list[dict[str, Any]]:
+def discover_connector_sources(project: Project) -> list[SourceInfo]:
     """:func:`connector_sources` with the project's state store opened read-only (none: no connectors)."""
     if not project.config.connectors:
         return []

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from rocky_engine.config.connectors import ConnectorLimits
+from rocky_engine.wire.connector import RequestLimits
 
 DEFAULT_WALL_TIME_SECS = 3600
 DEFAULT_OUTPUT_BYTES = 5 * 1024**3
@@ -28,14 +28,12 @@ class EffectiveLimits:
     cpu_time_secs: int | None = None
     memory_bytes: int | None = None
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> RequestLimits:
         """The ``limits`` object of the request on stdin (unset keys left out)."""
-        out: dict[str, Any] = {"wall_time_secs": self.wall_time_secs, "output_bytes": self.output_bytes}
-        if self.cpu_time_secs is not None:
-            out["cpu_time_secs"] = self.cpu_time_secs
-        if self.memory_bytes is not None:
-            out["memory_bytes"] = self.memory_bytes
-        return out
+        return RequestLimits(
+            wall_time_secs=self.wall_time_secs, output_bytes=self.output_bytes,
+            cpu_time_secs=self.cpu_time_secs, memory_bytes=self.memory_bytes,
+        )
 
 
 def _smaller(a: int | None, b: int | None) -> int | None:

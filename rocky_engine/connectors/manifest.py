@@ -26,9 +26,9 @@ from rocky_engine.config.base import StrictModel
 from rocky_engine.config.connectors import ConnectorLimits
 from rocky_engine.config.error_format import translate
 from rocky_engine.errors import ConfigError
+from rocky_engine.wire.connector import PROTOCOL_VERSION
 
 #: The one protocol version this engine implements.
-PROTOCOL_VERSION = 0
 
 
 class Manifest(StrictModel):

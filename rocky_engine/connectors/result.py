@@ -20,12 +20,19 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeGuard
+from typing import Any
 
-from rocky_engine.connectors.manifest import PROTOCOL_VERSION
+from pydantic import ValidationError
+
 from rocky_engine.errors import ConnectorError
+from rocky_engine.wire.connector import (
+    PROTOCOL_VERSION,
+    RESULT_FILE,
+    ConnectorResultDocument,
+    ConnectorState,
+    ResultFileEntry,
+)
 
-RESULT_FILE = "_rocky_result.json"
 #: The largest state a connector may save.
 MAX_STATE_BYTES = 1024 * 1024
 #: The largest result document read (it lists files and holds at most 1 MiB of state).
@@ -75,10 +82,6 @@ def serialize_state(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def read_result(
     scratch: Path,
     *,
@@ -105,21 +108,51 @@ def read_result(
             raise ResultError(f"the scratch directory {scratch} is gone: {exc}") from None
         if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != identity:
             raise ResultError(f"the scratch directory {scratch} was replaced while the program ran")
-    doc = _load(scratch / RESULT_FILE)
-    if "protocol_version" not in doc:
-        raise ResultError(f"{RESULT_FILE} has no protocol_version; write \"protocol_version\": 0")
-    if doc["protocol_version"] != PROTOCOL_VERSION or not _int(doc["protocol_version"]):
-        raise ResultError(
-            f"{RESULT_FILE} has protocol_version {json.dumps(doc['protocol_version'])}; this rocky speaks "
-            "protocol 0 only"
-        )
-    version, value, state_json = _state(doc.get("state"), state_schema_version)
-    files = _files(doc.get("files"), scratch)
+    raw = _load(scratch / RESULT_FILE)
+    try:
+        doc = ConnectorResultDocument.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultError(_refusal(exc, raw, state_schema_version)) from None
+    if doc.protocol_version != PROTOCOL_VERSION:
+        raise ResultError(_protocol_refusal(doc.protocol_version))
+    version, value, state_json = _state(doc.state, state_schema_version)
+    files = _files(doc.files or [], scratch)
     total = sum(f.bytes for f in files)
     if total > output_bytes:
         raise ResultError(f"the files add up to {total} bytes, more than output_bytes ({output_bytes})")
     return ConnectorResult(files=files, state_schema_version=version, state_value=value,
                            state_json=state_json)
+
+
+def _protocol_refusal(version: Any) -> str:
+    return f"{RESULT_FILE} has protocol_version {json.dumps(version)}; this rocky speaks protocol 0 only"
+
+
+def _refusal(exc: ValidationError, raw: dict[str, Any], expected_version: int) -> str:
+    """The protocol's words for the first rule a result breaks (the checks run in the model's field
+    order: protocol_version, state, files)."""
+    loc = exc.errors()[0]["loc"]
+    head = loc[0]
+    if head == "protocol_version":
+        if "protocol_version" not in raw:
+            return f"{RESULT_FILE} has no protocol_version; write \"protocol_version\": 0"
+        return _protocol_refusal(raw["protocol_version"])
+    if head == "state":
+        state = raw.get("state")
+        if loc[1:] == ("schema_version",) and isinstance(state, dict) and "schema_version" in state:
+            return _version_refusal(state["schema_version"], expected_version)
+        return (f"{RESULT_FILE} must hold \"state\": {{\"schema_version\": {expected_version}, "
+                "\"value\": ...}")
+    if len(loc) == 1:
+        return f"files in {RESULT_FILE} must be a list"
+    index = loc[1]
+    entry = raw["files"][index]
+    if len(loc) == 2 or not isinstance(entry, dict):
+        return f"files[{index}] must be an object {{path, bytes, rows}}"
+    key = loc[2]
+    if key == "path":
+        return f"files[{index}].path must be a non-empty string"
+    return f"files[{index}].{key} must be a non-negative integer (path {entry.get('path')!r})"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -145,20 +178,20 @@ def _load(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _state(state: Any, expected_version: int) -> tuple[int, Any, str]:
-    if not isinstance(state, dict) or "schema_version" not in state or "value" not in state:
+def _version_refusal(version: Any, expected_version: int) -> str:
+    return (f"state.schema_version is {json.dumps(version)}, but the manifest says state_schema_version = "
+            f"{expected_version}")
+
+
+def _state(state: ConnectorState, expected_version: int) -> tuple[int, Any, str]:
+    version = state.schema_version
+    if version != expected_version:
         raise ResultError(
-            f"{RESULT_FILE} must hold \"state\": {{\"schema_version\": {expected_version}, \"value\": ...}}"
-        )
-    version = state["schema_version"]
-    if not _int(version) or version != expected_version:
-        raise ResultError(
-            f"state.schema_version is {json.dumps(version)}, but the manifest says state_schema_version = "
-            f"{expected_version}",
+            _version_refusal(version, expected_version),
             hint="write state in the version the manifest declares (upgrade older state in the program)",
         )
     try:
-        text = serialize_state(state["value"])
+        text = serialize_state(state.value)
     except ValueError as exc:
         raise ResultError(f"state.value cannot be stored: {exc}") from None
     size = len(text.encode("utf-8"))
@@ -167,27 +200,15 @@ def _state(state: Any, expected_version: int) -> tuple[int, Any, str]:
             f"the serialized state is {size} bytes, more than the 1 MiB ({MAX_STATE_BYTES} bytes) allowed",
             hint="keep a cursor in the state, not data",
         )
-    return version, state["value"], text
+    return version, state.value, text
 
 
-def _files(entries: Any, scratch: Path) -> list[ResultFile]:
-    if entries is None:
-        entries = []
-    if not isinstance(entries, list):
-        raise ResultError(f"files in {RESULT_FILE} must be a list")
+def _files(entries: list[ResultFileEntry], scratch: Path) -> list[ResultFile]:
     root = scratch.resolve()
     seen: set[Path] = set()
     checked: list[tuple[str, Path, int, int]] = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ResultError(f"files[{i}] must be an object {{path, bytes, rows}}")
-        path, size, rows = entry.get("path"), entry.get("bytes"), entry.get("rows")
-        if not isinstance(path, str) or not path:
-            raise ResultError(f"files[{i}].path must be a non-empty string")
-        if not _int(size) or size < 0:
-            raise ResultError(f"files[{i}].bytes must be a non-negative integer (path {path!r})")
-        if not _int(rows) or rows < 0:
-            raise ResultError(f"files[{i}].rows must be a non-negative integer (path {path!r})")
+    for entry in entries:
+        path, size, rows = entry.path, entry.bytes, entry.rows
         absolute = _inside(path, root)
         if absolute in seen:
             raise ResultError(f"{path!r} is listed twice; its rows would load twice")
@@ -199,7 +220,7 @@ def _files(entries: Any, scratch: Path) -> list[ResultFile]:
             _check_marker(path, absolute, actual)
         except OSError as exc:
             raise ResultError(f"{path!r} cannot be read: {exc}") from None
-        checked.append((path, absolute, int(size), int(rows)))
+        checked.append((path, absolute, size, rows))
     if not checked:
         return []
     return [_with_footer(path, absolute, size, rows) for path, absolute, size, rows in checked]

@@ -40,14 +40,15 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
-from rocky_engine.connectors.manifest import PROTOCOL_VERSION
 from rocky_engine.connectors.plan import ConnectorPlan, plan_connector
 from rocky_engine.connectors.result import ConnectorResult, read_result
 from rocky_engine.connectors.scratch import create_scratch, remove_scratch
 from rocky_engine.errors import AdapterError, RockyError, StateLockedError
 from rocky_engine.logs import get_logger
-from rocky_engine.run.load_output import ConnectorInfo, LoadedFile, LoadOutput
+from rocky_engine.run.load_output import LoadOutput
 from rocky_engine.state.connectors import ConnectorStateRepo, claim_key
+from rocky_engine.wire.connector import ConnectorRequest, ConnectorState
+from rocky_engine.wire.load import ConnectorInfo, LoadedFile
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter
@@ -144,7 +145,7 @@ class _Run:
         self.protected: set[str] = set()
         self.previous_holder: str | None = None
         #: the request's ``state``: None for a new connector
-        self.request_state: dict[str, object] | None = None
+        self.request_state: ConnectorState | None = None
         #: the adapter whose statement a signal interrupts (only while staging)
         self.interruptible: WarehouseAdapter | None = None
         #: True from the claim until the run decided its fate (freed, committed, or left in flight on
@@ -225,7 +226,7 @@ class _Run:
                 plan.name, self.key, decision.previous_run_id,
             )
         if saved is not None:
-            self.request_state = {"schema_version": saved.schema_version, "value": saved.value}
+            self.request_state = ConnectorState(schema_version=saved.schema_version, value=saved.value)
         return True
 
     def _free_claim(self) -> None:
@@ -240,7 +241,7 @@ class _Run:
 
     # ------------------------------------------------------------------ attempts
 
-    def _attempts(self, state: dict[str, object] | None) -> tuple[ConnectorResult | None, Path | None]:
+    def _attempts(self, state: ConnectorState | None) -> tuple[ConnectorResult | None, Path | None]:
         plan = self.plan
         total = plan.config.retries + 1
         redact = Redactor(plan.secrets)
@@ -251,18 +252,14 @@ class _Run:
             self.info.attempts = attempt
             scratch = create_scratch(plan.output_dir, self.run_id, attempt)
             created = os.lstat(scratch)
-            request = {
-                "protocol_version": PROTOCOL_VERSION,
-                "run_id": self.run_id,
-                "output_dir": str(scratch),
-                "state": state,
-                "limits": plan.limits.request(),
-            }
+            request = ConnectorRequest(
+                run_id=self.run_id, output_dir=str(scratch), state=state, limits=plan.limits.request(),
+            )
             spec = LaunchSpec(
                 argv=plan.argv,
                 scratch=scratch,
                 env=program_env(plan.parent_env, plan.secrets, self.run_id, scratch),
-                request=json.dumps(request).encode("utf-8") + b"\n",
+                request=json.dumps(request.wire()).encode("utf-8") + b"\n",
                 limits=plan.limits,
                 redact=redact,
                 label=plan.name,

@@ -8,9 +8,10 @@ present (an empty object when the event carries none).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from rocky_engine.wire.hooks import HookContext
 
 #: Events that happen before work is done: a hook with ``on_failure = "abort"`` can stop the run there.
 ABORTABLE_EVENTS: frozenset[str] = frozenset(
@@ -38,39 +39,13 @@ def rfc3339_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass(frozen=True)
-class HookEvent:
-    """One fired event with its context."""
-
-    event: str
-    run_id: str
-    pipeline: str
-    timestamp: str
-    model: str | None = None
-    table: str | None = None
-    error: str | None = None
-    duration_ms: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+class HookEvent(HookContext):
+    """One fired event with its context (the document is ``rocky_engine.wire.hooks.HookContext``)."""
 
     def payload(self) -> dict[str, Any]:
         """The context object: ``{event, run_id, pipeline, timestamp, model?, table?, error?,
         duration_ms?, metadata}``."""
-        out: dict[str, Any] = {
-            "event": self.event,
-            "run_id": self.run_id,
-            "pipeline": self.pipeline,
-            "timestamp": self.timestamp,
-        }
-        if self.model is not None:
-            out["model"] = self.model
-        if self.table is not None:
-            out["table"] = self.table
-        if self.error is not None:
-            out["error"] = self.error
-        if self.duration_ms is not None:
-            out["duration_ms"] = self.duration_ms
-        out["metadata"] = self.metadata
-        return out
+        return self.wire()
 
     def to_json(self) -> str:
         return json.dumps(self.payload(), separators=(",", ":"), default=str)

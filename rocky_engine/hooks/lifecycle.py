@@ -20,7 +20,8 @@ from typing import Any
 from rocky_engine.errors import HookAbort
 from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
-from rocky_engine.run.output import RunOutput, TableError
+from rocky_engine.run.output import RunOutput
+from rocky_engine.wire.run import TableError
 
 log = get_logger("hooks")
 

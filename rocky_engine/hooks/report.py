@@ -7,13 +7,12 @@ both). It shows the keys of a hook's ``env`` table, never the values, which are 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import ClassVar
 
-from rocky_engine import __version__
 from rocky_engine.config import HOOK_EVENTS, RockyConfig
 from rocky_engine.errors import UsageError
 from rocky_engine.hooks.dispatcher import HookDispatcher, HookResult
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.wire.hooks import HooksListResult, HooksTestResult, ListedHook, TestedHook
 
 #: events whose synthetic context names a model / carries an error
 _MODEL_EVENTS = frozenset({"before_model_run", "after_model_run", "model_error"})
@@ -25,22 +24,8 @@ _ERROR_EVENTS = frozenset({"pipeline_error", "model_error", "materialize_error",
 _STATUS = {"pipeline_error": {"status": "Failure"}, "pipeline_complete": {"status": "Success"}}
 
 
-class ListedHook(WireModel):
-    event: str
-    index: int
-    command: str
-    timeout_ms: int
-    on_failure: str
-    env: list[str] = []
-
-
-class HooksListResult(Result):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"hooks"})
-
-    version: str = __version__
-    command: str = "hooks list"
-    hooks: list[ListedHook] = []
-    warnings: list[str] = []
+class HooksListOutput(HooksListResult, Result):
+    """``rocky hooks list``, rendered."""
 
     def render_table(self) -> str:
         if not self.hooks:
@@ -59,28 +44,8 @@ class HooksListResult(Result):
         return md_table(["event", "command", "on_failure", "timeout_ms"], rows)
 
 
-class TestedHook(WireModel):
-    kind: str
-    hook: str
-    target: str
-    ok: bool
-    duration_ms: int
-    exit_code: int | None = None
-    status_code: int | None = None
-    attempts: int | None = None
-    error: str | None = None
-    on_failure: str | None = None
-
-
-class HooksTestResult(Result):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"results"})
-
-    version: str = __version__
-    command: str = "hooks test"
-    event: str
-    run_id: str
-    pipeline: str
-    results: list[TestedHook] = []
+class HooksTestOutput(HooksTestResult, Result):
+    """``rocky hooks test on_<event>``, rendered; exit 1 when a hook failed."""
 
     def exit_code(self) -> int:
         return 0 if all(r.ok for r in self.results) else 1
@@ -94,7 +59,7 @@ class HooksTestResult(Result):
         return render_rows(f"fired {self.event} ({self.run_id})", headers, rows)
 
 
-def hooks_list(config: RockyConfig) -> HooksListResult:
+def hooks_list(config: RockyConfig) -> HooksListOutput:
     hooks = [
         ListedHook(
             event=f"on_{event}", index=i, command=h.command, timeout_ms=h.timeout_ms,
@@ -103,10 +68,10 @@ def hooks_list(config: RockyConfig) -> HooksListResult:
         for event in HOOK_EVENTS
         for i, h in enumerate(config.hook.commands.get(event, []))
     ]
-    return HooksListResult(hooks=hooks, warnings=[w for w in config.warnings if "[hook" in w])
+    return HooksListOutput(hooks=hooks, warnings=[w for w in config.warnings if "[hook" in w])
 
 
-def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = None) -> HooksTestResult:
+def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = None) -> HooksTestOutput:
     """Fire a synthetic ``event_key`` at its hooks.
 
     Raises:
@@ -141,7 +106,7 @@ def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = No
         metadata={"test": True, **_STATUS.get(event, {})},
         raise_on_abort=False,
     )
-    return HooksTestResult(
+    return HooksTestOutput(
         event=f"on_{event}", run_id=run_id, pipeline=name, results=[_tested(r) for r in results]
     )
 

@@ -21,21 +21,36 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, TypeVar
 
 from pydantic import PrivateAttr
 
-from rocky_engine import __version__
 from rocky_engine.errors import StateError, StateLockedError, UsageError
 from rocky_engine.logs import get_logger
 from rocky_engine.ops.brief_md import render_brief_md
-from rocky_engine.output import Result, WireModel
+from rocky_engine.output import Result
 from rocky_engine.project import Project
 from rocky_engine.state._time import from_db, rfc3339, to_db
 from rocky_engine.state.runs import RunRecord
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.brief import (
+    BriefResult,
+    DriftEvent,
+    DriftSection,
+    FreshnessItem,
+    FreshnessSection,
+    PipelineRuns,
+    QualityFailure,
+    QualitySection,
+    RunFailure,
+    RunsSection,
+    SchedulerSection,
+)
+from rocky_engine.wire.run import DriftInfo, TableError
 
 log = get_logger("brief")
+_Recorded = TypeVar("_Recorded", bound=WireModel)
 
 CURSOR_KEY = "brief_cursor"
 DEFAULT_WINDOW = timedelta(hours=24)
@@ -43,117 +58,10 @@ _LISTED = 20
 _SPAN = re.compile(r"^(\d+)\s*([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
-Availability = Literal["available", "no_data", "unavailable"]
 
+class BriefOutput(BriefResult, Result):
+    """``rocky brief``: the digest, rendered as Markdown (also for ``--output table``)."""
 
-class RunFailure(WireModel):
-    run_id: str
-    status: str
-    started_at: str
-    pipeline: str | None = None
-    failed_models: list[str] = []
-    error: str | None = None
-
-
-class PipelineRuns(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"total", "succeeded", "partial", "failed"})
-
-    pipeline: str
-    total: int
-    succeeded: int
-    partial: int
-    failed: int
-    last_status: str | None = None
-    last_run_id: str | None = None
-
-
-class RunsSection(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "total", "succeeded", "partial", "failed"})
-
-    availability: Availability
-    total: int = 0
-    succeeded: int = 0
-    partial: int = 0
-    failed: int = 0
-    pipelines: list[PipelineRuns] = []
-    failures: list[RunFailure] = []
-    reason: str | None = None
-
-
-class DriftEvent(WireModel):
-    run_id: str
-    table: str
-    action: str
-    reason: str
-    pipeline: str | None = None
-
-
-class DriftSection(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "tables_drifted"})
-
-    availability: Availability
-    tables_drifted: int = 0
-    events: list[DriftEvent] = []
-    reason: str | None = None
-
-
-class FreshnessItem(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"stale"})
-
-    pipeline: str
-    stale: bool
-    last_success_at: str | None = None
-    age_seconds: int | None = None
-    budget_seconds: int | None = None
-
-
-class FreshnessSection(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "stale"})
-
-    availability: Availability
-    stale: int = 0
-    pipelines: list[FreshnessItem] = []
-    reason: str | None = None
-
-
-class QualityFailure(WireModel):
-    run_id: str
-    table: str
-    check: str
-    severity: str | None = None
-
-
-class QualitySection(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "checks_run", "checks_failed"})
-
-    availability: Availability
-    checks_run: int = 0
-    checks_failed: int = 0
-    gate_failed_runs: int = 0
-    failures: list[QualityFailure] = []
-    reason: str | None = None
-
-
-class BriefResult(Result):
-    """``{version, command: "brief", generated_at, since, window, runs, drift, freshness, quality,
-    scheduler}``."""
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"version", "command", "generated_at", "since", "window", "runs", "drift", "freshness", "quality",
-         "scheduler"}
-    )
-
-    version: str = __version__
-    command: str = "brief"
-    generated_at: str
-    since: str
-    #: what was asked: "last", "24h", "7d", ...
-    window: str
-    runs: RunsSection
-    drift: DriftSection
-    freshness: FreshnessSection
-    quality: QualitySection
-    scheduler: dict[str, Any]
     _after: Callable[[], None] | None = PrivateAttr(default=None)
 
     def render_md(self) -> str:
@@ -194,7 +102,7 @@ def parse_since(spec: str | None, *, now: datetime, cursor: str | None) -> tuple
 
 def build_brief(
     project: Project, *, since_spec: str | None, now: datetime | None = None, store_path: Any = None
-) -> BriefResult:
+) -> BriefOutput:
     """Read the state store and build the brief (the store is opened read-only)."""
     moment = now or datetime.now(UTC)
     try:
@@ -206,7 +114,7 @@ def build_brief(
     with store:
         since, label = parse_since(since_spec, now=moment, cursor=store.get_meta(CURSOR_KEY))
         runs = store.runs.list(limit=None, since=since)
-        result = BriefResult(
+        result = BriefOutput(
             generated_at=rfc3339(moment),
             since=rfc3339(since),
             window=label,
@@ -235,14 +143,14 @@ def advance_cursor(project: Project, moment: datetime, store_path: Any = None) -
         log.warning("brief cursor not advanced: %s", exc)
 
 
-def _unavailable(now: datetime, since: datetime, label: str, reason: str) -> BriefResult:
-    return BriefResult(
+def _unavailable(now: datetime, since: datetime, label: str, reason: str) -> BriefOutput:
+    return BriefOutput(
         generated_at=rfc3339(now), since=rfc3339(since), window=label,
         runs=RunsSection(availability="unavailable", reason=reason),
         drift=DriftSection(availability="unavailable", reason=reason),
         freshness=FreshnessSection(availability="unavailable", reason=reason),
         quality=QualitySection(availability="unavailable", reason=reason),
-        scheduler={"availability": "unavailable", "reason": reason},
+        scheduler=SchedulerSection(availability="unavailable", reason=reason),
     )
 
 
@@ -276,11 +184,11 @@ def runs_section(runs: list[RunRecord]) -> RunsSection:
 
 
 def _failure(run: RunRecord) -> RunFailure:
-    errors = run.extra.get("errors") or []
-    failed = [".".join(e.get("asset_key") or []) or "(run)" for e in errors if isinstance(e, dict)]
+    errors = _recorded(run.extra.get("errors"), TableError)
+    failed = [".".join(e.asset_key) or "(run)" for e in errors]
     if not failed:
         failed = [m.model_name for m in run.models_executed if m.status not in ("success", "skipped")]
-    first = next((str(e.get("error")) for e in errors if isinstance(e, dict) and e.get("error")), None)
+    first = next((e.error for e in errors if e.error), None)
     if first is None and run.extra.get("check_gate_failed"):
         first = "an error-severity check failed"
     return RunFailure(
@@ -294,17 +202,24 @@ def drift_section(runs: list[RunRecord]) -> DriftSection:
         return DriftSection(availability="no_data")
     section = DriftSection(availability="available")
     for run in runs:
-        drift = run.extra.get("drift")
-        if not isinstance(drift, dict):
-            continue
-        section.tables_drifted += int(drift.get("tables_drifted") or 0)
-        for action in drift.get("actions_taken") or []:
-            if isinstance(action, dict) and len(section.events) < _LISTED:
-                section.events.append(
-                    DriftEvent(run_id=run.run_id, pipeline=run.pipeline, table=str(action.get("table", "")),
-                               action=str(action.get("action", "")), reason=str(action.get("reason", "")))
-                )
+        for drift in _recorded([run.extra.get("drift")], DriftInfo):
+            section.tables_drifted += drift.tables_drifted
+            for action in drift.actions_taken[: max(0, _LISTED - len(section.events))]:
+                section.events.append(DriftEvent(run_id=run.run_id, pipeline=run.pipeline, table=action.table,
+                                                 action=action.action, reason=action.reason))
     return section
+
+
+def _recorded(items: Any, model: type[_Recorded]) -> list[_Recorded]:
+    """The parts of a run record's ``extra`` (``errors``, ``drift``) read through their wire model; what
+    does not read (a record from another version) is left out of the digest rather than failing it."""
+    out: list[_Recorded] = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(model.model_validate(item))
+        except ValueError:
+            continue
+    return out
 
 
 def freshness_section(project: Project, store: StateStore, now: datetime) -> FreshnessSection:
@@ -373,10 +288,8 @@ def quality_section(store: StateStore, since: datetime, runs: list[RunRecord]) -
     )
 
 
-def scheduler_section(project: Project, store: StateStore, since: datetime) -> dict[str, Any]:
+def scheduler_section(project: Project, store: StateStore, since: datetime) -> SchedulerSection:
     """The scheduler's own digest (paused pipelines, failure streaks, incidents)."""
     from rocky_engine.schedule.health import scheduler_brief
 
-    data = dict(scheduler_brief(project, store, since))
-    data.setdefault("availability", "available")
-    return data
+    return scheduler_brief(project, store, since)

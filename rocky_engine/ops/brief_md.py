@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rocky_engine.ops.brief import BriefResult
+    from rocky_engine.wire.brief import BriefResult
 
 _STATUS_WORD = {"PartialFailure": "PARTIAL", "Failure": "FAILED"}
 
@@ -20,7 +20,7 @@ def render_brief_md(brief: BriefResult) -> str:
     since, generated = _when(brief.since), _when(brief.generated_at)
     lines = [f"*Rocky brief* · since {since} ({brief.window}) · generated {generated}"]
     lines += ["", *_runs(brief), "", *_drift(brief), "", *_freshness(brief), "", *_quality(brief), "",
-              *_scheduler(brief.scheduler)]
+              *_scheduler(brief.scheduler.wire())]
     return "\n".join(lines) + "\n"
 
 

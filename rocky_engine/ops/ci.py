@@ -22,13 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
-from rocky_engine import __version__
 from rocky_engine.errors import ModelError, RockyError, UsageError
-from rocky_engine.output import Result, WireModel, render_rows
+from rocky_engine.output import Result, render_rows
+from rocky_engine.wire.ci import CiDiagnostic, CiResult, CiSeverity
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,38 +36,11 @@ if TYPE_CHECKING:
     from rocky_engine.config import RockyConfig, TransformationPipeline
     from rocky_engine.models import ModelSet
 
-Severity = Literal["error", "warning", "info"]
 SCRATCH = "rocky_ci"
 
 
-class CiDiagnostic(WireModel):
-    severity: Severity
-    code: str
-    message: str
-    pipeline: str | None = None
-    model: str | None = None
-
-
-class CiResult(Result):
-    """``{version, command: "ci", exit_code, compile_ok, tests_ok, models_compiled, models_built,
-    tests_passed, tests_failed, tests_skipped, diagnostics[]}``."""
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"version", "command", "exit_code", "compile_ok", "tests_ok", "models_compiled", "models_built",
-         "tests_passed", "tests_failed", "tests_skipped", "diagnostics"}
-    )
-
-    version: str = __version__
-    command: str = "ci"
-    ci_exit_code: int = Field(alias="exit_code")
-    compile_ok: bool
-    tests_ok: bool
-    models_compiled: int = 0
-    models_built: int = 0
-    tests_passed: int = 0
-    tests_failed: int = 0
-    tests_skipped: int = 0
-    diagnostics: list[CiDiagnostic] = []
+class CiOutput(CiResult, Result):
+    """``rocky ci``, rendered; the process exits 1 only for errors (4 stays in the document)."""
 
     def exit_code(self) -> int:
         # 4 lives only in the JSON: advisory warnings must not fail a CI step that checks $?.
@@ -98,7 +69,7 @@ class _Tally:
     skipped: int = 0
     compile_errors: int = 0
 
-    def add(self, severity: Severity, code: str, message: str, pipeline: str | None = None,
+    def add(self, severity: CiSeverity, code: str, message: str, pipeline: str | None = None,
             model: str | None = None) -> None:
         self.diagnostics.append(CiDiagnostic(severity=severity, code=code, message=message, pipeline=pipeline,
                                              model=model))
@@ -111,7 +82,7 @@ def run_ci(
     variables: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     now: datetime | None = None,
-) -> CiResult:
+) -> CiOutput:
     """Everything ``rocky ci`` does.
 
     Raises:
@@ -151,11 +122,11 @@ def _pipelines(config: RockyConfig, requested: str | None) -> list[str]:
     return [requested]
 
 
-def _result(tally: _Tally) -> CiResult:
+def _result(tally: _Tally) -> CiOutput:
     errors = sum(d.severity == "error" for d in tally.diagnostics)
     warnings = sum(d.severity == "warning" for d in tally.diagnostics)
-    code = 1 if errors else 4 if warnings else 0
-    return CiResult(
+    code: Literal[0, 1, 4] = 1 if errors else 4 if warnings else 0
+    return CiOutput(
         exit_code=code,
         compile_ok=tally.compile_errors == 0 and not any(d.code.startswith("V") and d.severity == "error"
                                                          for d in tally.diagnostics),
@@ -315,7 +286,7 @@ class _Scratch:
                 continue
             except duckdb.Error as exc:
                 blocked.add(name)
-                severity: Severity = "error" if self.strict else "warning"
+                severity: CiSeverity = "error" if self.strict else "warning"
                 self.tally.add(severity, "C003", f"does not build: {_first_line(exc)}{self.dialect_note}",
                                self.pipeline, name)
                 continue
@@ -343,7 +314,7 @@ class _Scratch:
         doc = json.loads(row[0]) if row else {}
         if not doc.get("error"):
             return True
-        severity: Severity = "error" if self.strict else "warning"
+        severity: CiSeverity = "error" if self.strict else "warning"
         message = str(doc.get("error_message", "syntax error"))
         self.tally.add(severity, "C003", f"does not parse: {message}{self.dialect_note}", self.pipeline, name)
         return False
@@ -387,15 +358,15 @@ def _run_assertions(
                     tally.skipped += 1
                     continue
                 check = run_assertion(session, assertion, targets[model].qualified, now)
-                if check.get("error"):
+                if check.error:
                     tally.failed += 1
-                    message = f"assertion {label} does not run: {check['error']}"
+                    message = f"assertion {label} does not run: {check.error}"
                     tally.add("error", "C006", message, name, model)
                 elif assertion.type in TABLE_LEVEL:
                     tally.skipped += 1
                     message = f"assertion {label} needs data; its SQL was checked"
                     tally.add("info", "C007", message, name, model)
-                elif check.get("passed"):
+                elif check.passed:
                     tally.passed += 1
                 else:  # pragma: no cover - an empty table has no failing rows
                     tally.failed += 1

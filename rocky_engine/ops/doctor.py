@@ -22,15 +22,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any
 from urllib.parse import quote
 
-from rocky_engine import __version__
 from rocky_engine.errors import ConfigError, RockyError, StateError, StateSchemaError, UsageError
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project, load_project
+from rocky_engine.wire.doctor import DoctorCheck, DoctorResult, DoctorStatus
 
-Status = Literal["healthy", "warning", "critical"]
+Status = DoctorStatus
+
 CHECK_NAMES: tuple[str, ...] = (
     "config", "state", "state_schema", "adapters", "pipelines", "auth", "scheduler", "state_rw",
     "state_concurrency",
@@ -53,25 +54,8 @@ def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=lambda s: _RANK[s], default="healthy")
 
 
-class DoctorCheck(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"name", "status", "message", "duration_ms"})
-
-    name: str
-    status: Status
-    message: str
-    duration_ms: int
-
-
-class DoctorResult(Result):
-    """``{command: "doctor", overall, checks[], suggestions[]}``; exit 3 on any Critical."""
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "overall", "checks", "suggestions"})
-
-    version: str = __version__
-    command: str = "doctor"
-    overall: Status
-    checks: list[DoctorCheck]
-    suggestions: list[str] = []
+class DoctorOutput(DoctorResult, Result):
+    """``rocky doctor``: the report, rendered; exit 3 on any Critical."""
 
     def exit_code(self) -> int:
         return 3 if self.overall == "critical" else 0
@@ -100,7 +84,7 @@ def run_doctor(
     only: str | None = None,
     now: datetime | None = None,
     environ: Mapping[str, str] | None = None,
-) -> DoctorResult:
+) -> DoctorOutput:
     """Run every check (or only ``only``) and return the report.
 
     Raises:
@@ -113,7 +97,7 @@ def run_doctor(
 
     env = os.environ if environ is None else environ
     checks: list[DoctorCheck] = []
-    suggestions: list[str] = []
+    suggestions: list[str | dict[str, Any]] = []
 
     def record(name: str, fn: Callable[[], Finding]) -> None:
         t0 = time.perf_counter()
@@ -185,8 +169,8 @@ def run_doctor(
     return _result(checks, suggestions)
 
 
-def _result(checks: list[DoctorCheck], suggestions: list[str]) -> DoctorResult:
-    return DoctorResult(overall=worst([c.status for c in checks]), checks=checks, suggestions=suggestions)
+def _result(checks: list[DoctorCheck], suggestions: list[str | dict[str, Any]]) -> DoctorOutput:
+    return DoctorOutput(overall=worst([c.status for c in checks]), checks=checks, suggestions=suggestions)
 
 
 # --- config ---------------------------------------------------------------------------------------------

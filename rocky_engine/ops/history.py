@@ -12,42 +12,20 @@ from datetime import UTC, datetime
 
 from pydantic import PrivateAttr
 
-from rocky_engine import __version__
 from rocky_engine.errors import UsageError
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.runs import RunRecord
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.history import HistoryResult, HistoryRun, ModelExecutionRow, ModelHistoryResult
 
 HISTORY_LIMIT = 50
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-class HistoryRun(WireModel):
-    """One run in ``rocky history``."""
+class HistoryOutput(HistoryResult, Result):
+    """``rocky history``: the newest runs, rendered."""
 
-    run_id: str
-    started_at: str
-    duration_ms: int
-    status: str
-    trigger: str
-    models_executed: int
-    pipeline: str | None = None
-    submission_id: str | None = None
-    # --audit
-    hostname: str | None = None
-    triggering_identity: str | None = None
-    config_hash: str | None = None
-    idempotency_key: str | None = None
-    exit_code: int | None = None
-
-
-class HistoryResult(Result):
-    """``{version, command: "history", runs: [...]}``."""
-
-    version: str
-    command: str = "history"
-    runs: list[HistoryRun]
     #: --audit was asked for: the table shows the audit columns (not part of the JSON document).
     _audit: bool = PrivateAttr(default=False)
 
@@ -84,24 +62,8 @@ class HistoryResult(Result):
         return headers, rows
 
 
-class ModelExecutionRow(WireModel):
-    """One execution of a model in ``rocky history --model``."""
-
-    run_id: str
-    started_at: str
-    model_name: str
-    duration_ms: int
-    rows_affected: int | None = None
-    status: str
-
-
-class ModelHistoryResult(Result):
-    """``{version, command: "history", model, executions: [...]}``."""
-
-    version: str
-    command: str = "history"
-    model: str
-    executions: list[ModelExecutionRow]
+class ModelHistoryOutput(ModelHistoryResult, Result):
+    """``rocky history --model NAME``: one model's executions, rendered."""
 
     def render_table(self) -> str:
         if not self.executions:
@@ -149,12 +111,12 @@ def parse_since(text: str) -> datetime:
 
 def build_history(
     store: StateStore, *, model: str | None = None, since: datetime | None = None, audit: bool = False
-) -> HistoryResult | ModelHistoryResult:
+) -> HistoryOutput | ModelHistoryOutput:
     """The history document for an open store."""
     records = store.runs.list(limit=HISTORY_LIMIT, since=since, model=model)
     if model is not None:
-        return ModelHistoryResult(version=__version__, model=model, executions=model_rows(records, model))
-    result = HistoryResult(version=__version__, runs=[history_run(r, audit=audit) for r in records])
+        return ModelHistoryOutput(model=model, executions=model_rows(records, model))
+    result = HistoryOutput(runs=[history_run(r, audit=audit) for r in records])
     result._audit = audit
     return result
 

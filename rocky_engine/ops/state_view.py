@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from rocky_engine import __version__
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.state import WatermarkRow, WatermarksResult
 
 
-class WatermarkRow(WireModel):
-    key: str
-    value: str
-    updated_at: str
-
-
-class WatermarksResult(Result):
-    """``{version, command: "state", watermarks: [{key, value, updated_at}]}``."""
-
-    version: str
-    command: str = "state"
-    watermarks: list[WatermarkRow]
+class WatermarksOutput(WatermarksResult, Result):
+    """``rocky state``: the watermarks, rendered."""
 
     def render_table(self) -> str:
         if not self.watermarks:
@@ -35,9 +25,9 @@ class WatermarksResult(Result):
         return ["TABLE", "WATERMARK", "UPDATED"], [[w.key, w.value, w.updated_at] for w in self.watermarks]
 
 
-def build_watermarks(store: StateStore) -> WatermarksResult:
+def build_watermarks(store: StateStore) -> WatermarksOutput:
     rows = [
         WatermarkRow(key=w.key, value=w.value, updated_at=rfc3339(w.updated_at))
         for w in store.watermarks.all()
     ]
-    return WatermarksResult(version=__version__, watermarks=rows)
+    return WatermarksOutput(watermarks=rows)

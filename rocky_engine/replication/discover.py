@@ -9,63 +9,28 @@ on stderr.
 
 from __future__ import annotations
 
-from datetime import UTC
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from rocky_engine import __version__
 from rocky_engine.errors import UsageError
 from rocky_engine.logs import get_logger
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.wire.base import utc_text
+from rocky_engine.wire.discover import (
+    DiscoverChecks,
+    DiscoverResult,
+    FailedSourceOutput,
+    FreshnessCheckConfig,
+    SourceInfo,
+    TableInfo,
+)
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.discovery import DiscoveredSource, FailedSource
     from rocky_engine.config import RockyConfig
 
 
-class TableInfo(WireModel):
-    name: str
-    row_count: int | None = None
-
-
-class SourceInfo(WireModel):
-    id: str
-    components: dict[str, str | list[str]]
-    source_type: str
-    last_sync_at: str | None = None
-    tables: list[TableInfo] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"components", "last_sync_at", "tables"})
-
-
-class FailedSourceInfo(WireModel):
-    id: str
-    schema_: str = Field(alias="schema")
-    source_type: str
-    error_class: str
-    message: str
-    cooldown_seconds: int | None = None
-
-
-class FreshnessInfo(WireModel):
-    threshold_seconds: int
-
-
-class DiscoverChecks(WireModel):
-    freshness: FreshnessInfo | None = None
-
-
-class DiscoverResult(Result):
-    """The ``rocky discover`` document."""
-
-    version: str = __version__
-    command: str = "discover"
-    sources: list[SourceInfo] = Field(default_factory=list)
-    checks: DiscoverChecks | None = None
-    failed_sources: list[FailedSourceInfo] = Field(default_factory=list)
-    excluded_tables: list[str] = Field(default_factory=list)
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "sources"})
+class DiscoverOutput(DiscoverResult, Result):
+    """The result of ``rocky discover``: its document plus the table and Markdown renderings."""
 
     def _rows(self) -> list[list[str]]:
         rows = []
@@ -74,8 +39,9 @@ class DiscoverResult(Result):
                 f"{k}={'/'.join(v) if isinstance(v, list) else v}" for k, v in s.components.items()
             )
             counts = [t.row_count for t in s.tables if t.row_count is not None]
+            synced = utc_text(s.last_sync_at) if s.last_sync_at else "-"
             rows.append([s.id, s.source_type, components, str(len(s.tables)),
-                         str(sum(counts)) if counts else "", s.last_sync_at or "-"])
+                         str(sum(counts)) if counts else "", synced])
         return rows
 
     def render_table(self) -> str:
@@ -94,7 +60,7 @@ class DiscoverResult(Result):
         return head + (md_table(headers, self._rows()) if self.sources else "")
 
 
-def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverResult:
+def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverOutput:
     """Discover the sources of every replication pipeline (or of ``pipeline_name``).
 
     Raises:
@@ -117,7 +83,7 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverR
         pipelines = [(pipeline_name, chosen)]
     else:
         pipelines = [(n, p) for n, p in config.pipelines.items() if isinstance(p, ReplicationPipeline)]
-    result = DiscoverResult()
+    result = DiscoverOutput()
     seen: set[str] = set()
     for name, pipeline in pipelines:
         adapter = open_discovery(config, pipeline, read_only=True)
@@ -136,26 +102,25 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverR
         result.failed_sources.extend(_failed_info(f) for f in outcome.failed_sources)
         if result.checks is None and pipeline.checks.enabled and pipeline.checks.freshness is not None:
             result.checks = DiscoverChecks(
-                freshness=FreshnessInfo(threshold_seconds=pipeline.checks.freshness.threshold_seconds)
+                freshness=FreshnessCheckConfig(threshold_seconds=pipeline.checks.freshness.threshold_seconds)
             )
     return result
 
 
 def _source_info(source: DiscoveredSource, pipeline: str) -> SourceInfo:
-    synced = source.last_sync_at
     return SourceInfo(
         id=source.id,
         components=dict(source.components),
         source_type=source.source_type,
-        last_sync_at=synced.astimezone(UTC).isoformat().replace("+00:00", "Z") if synced else None,
+        last_sync_at=source.last_sync_at,
         tables=[TableInfo(name=t.name, row_count=t.row_count) for t in source.tables],
         # The pipeline that replicates this source, so an orchestrator can run `--pipeline` without asking.
         metadata={**(source.metadata or {}), "pipeline": pipeline},
     )
 
 
-def _failed_info(failed: FailedSource) -> FailedSourceInfo:
-    return FailedSourceInfo(
+def _failed_info(failed: FailedSource) -> FailedSourceOutput:
+    return FailedSourceOutput(
         id=failed.id, schema=failed.schema, source_type=failed.source_type, error_class=failed.error_class,
         message=failed.message, cooldown_seconds=failed.cooldown_seconds,
     )

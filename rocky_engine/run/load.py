@@ -27,7 +27,8 @@ from rocky_engine.checks.sql import scalar
 from rocky_engine.config.pipelines import LoadPipeline
 from rocky_engine.errors import AdapterError, ConfigError, RockyError, UsageError
 from rocky_engine.logs import get_logger
-from rocky_engine.run.load_output import LoadedFile, LoadOutput
+from rocky_engine.run.load_output import LoadOutput
+from rocky_engine.wire.load import LoadedFile
 
 if TYPE_CHECKING:
     from rocky_engine.project import Project

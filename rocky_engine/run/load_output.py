@@ -1,4 +1,4 @@
-"""The load document printed by ``rocky load`` and ``rocky run`` on a load pipeline.
+"""The result of ``rocky load`` and of ``rocky run`` on a load pipeline: its totals, status and exit code.
 
 ``{version, command: "load", pipeline, status, files[] {path, table, rows, bytes, error?}, files_loaded,
 files_failed, total_rows, total_bytes, duration_ms, connector?}``. A failed file reports zero rows and
@@ -9,69 +9,12 @@ object, names the connector in ``pipeline``, and exits 1 when the connector run 
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
-
-from pydantic import Field
-
-from rocky_engine import __version__
-from rocky_engine.output import Result, WireModel, md_table, render_rows
-
-LoadStatus = Literal["Success", "PartialFailure", "Failure"]
+from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.wire.load import LoadedFile, LoadResult
 
 
-class LoadedFile(WireModel):
-    """One file of a load."""
-
-    path: str
-    table: str
-    rows: int = 0
-    bytes: int = 0
-    error: str | None = None
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"rows", "bytes"})
-
-
-ConnectorStatus = Literal["loaded", "skipped", "failed"]
-
-
-class ConnectorInfo(WireModel):
-    """The ``connector`` object of ``rocky load --connector NAME`` (child-connectors.md "JSON output")."""
-
-    name: str
-    status: ConnectorStatus = "failed"
-    attempts: int = 0
-    commit_seq_before: int = 0
-    commit_seq_after: int = 0
-    adopted_expired_claim: bool = False
-    egress_hosts: list[str] = Field(default_factory=list)
-    #: why the run failed; only on failure
-    error: str | None = None
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"name", "status", "attempts", "commit_seq_before", "commit_seq_after", "adopted_expired_claim",
-         "egress_hosts"}
-    )
-
-
-class LoadOutput(Result):
-    """The result of loading a directory of files."""
-
-    version: str = __version__
-    command: str = "load"
-    pipeline: str
-    status: LoadStatus = "Success"
-    files: list[LoadedFile] = Field(default_factory=list)
-    files_loaded: int = 0
-    files_failed: int = 0
-    total_rows: int = 0
-    total_bytes: int = 0
-    duration_ms: int = 0
-    interrupted: bool | None = None
-    #: set by ``rocky load --connector``; its status decides the load's status
-    connector: ConnectorInfo | None = None
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"version", "command", "pipeline", "status", "files", "files_loaded", "files_failed", "total_rows",
-         "total_bytes", "duration_ms"}
-    )
+class LoadOutput(LoadResult, Result):
+    """The result of loading a directory of files (the document is ``rocky_engine.wire.load.LoadResult``)."""
 
     def add(self, entry: LoadedFile) -> None:
         """Append a file outcome and keep the totals in step."""

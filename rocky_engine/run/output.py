@@ -1,129 +1,14 @@
-"""The ``rocky run`` JSON document (CONTRACT section 3) and its exit-code rules."""
+"""The ``rocky run`` result (its document is ``rocky_engine.wire.run.RunResult``) and its exit-code
+rules."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
-
-from pydantic import Field
-
-from rocky_engine import __version__
-from rocky_engine.output import Result, WireModel, md_table, render_rows
-
-RunStatus = Literal["Success", "PartialFailure", "Failure", "SkippedIdempotent", "SkippedInFlight"]
+from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.wire.run import RunResult, RunStatus
 
 
-class MaterializationMetadata(WireModel):
-    strategy: str
-    watermark: str | None = None
-    target_table_full_name: str
-    sql_hash: str | None = None
-    column_count: int | None = None
-
-
-class Materialization(WireModel):
-    asset_key: list[str]
-    duration_ms: int
-    rows_copied: int | None = None
-    started_at: str | None = None
-    metadata: MaterializationMetadata
-
-
-class TableCheckResult(WireModel):
-    """Checks of one table: ``checks[] = {name, passed, severity, ...detail}``."""
-
-    asset_key: list[str]
-    checks: list[dict[str, Any]] = Field(default_factory=list)
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"checks"})
-
-
-class TableError(WireModel):
-    asset_key: list[str]
-    error: str
-    failure_kind: str
-    cooldown_seconds: int | None = None
-
-
-class ExecutionSummary(WireModel):
-    concurrency: int
-    tables_processed: int
-    tables_failed: int
-
-
-class Permissions(WireModel):
-    grants_added: int = 0
-    grants_revoked: int = 0
-    catalogs_created: int = 0
-    schemas_created: int = 0
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"grants_added", "grants_revoked", "catalogs_created", "schemas_created"}
-    )
-
-
-class DriftAction(WireModel):
-    table: str
-    action: str
-    reason: str
-
-
-class Drift(WireModel):
-    tables_checked: int = 0
-    tables_drifted: int = 0
-    actions_taken: list[DriftAction] = Field(default_factory=list)
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"tables_checked", "tables_drifted", "actions_taken"})
-
-
-class Anomaly(WireModel):
-    table: str
-    current_count: int
-    baseline_avg: float
-    deviation_pct: float
-    reason: str
-
-
-class Contained(WireModel):
-    model: str
-    blocked_by: list[str]
-    unblock_hint: str
-
-
-class RunOutput(Result):
-    """The result of one ``rocky run``."""
-
-    version: str = __version__
-    command: str = "run"
-    status: RunStatus = "Success"
-    filter: str = ""
-    duration_ms: int = 0
-    tables_copied: int = 0
-    tables_failed: int = 0
-    materializations: list[Materialization] = Field(default_factory=list)
-    check_results: list[TableCheckResult] = Field(default_factory=list)
-    execution: ExecutionSummary = Field(
-        default_factory=lambda: ExecutionSummary(concurrency=1, tables_processed=0, tables_failed=0)
-    )
-    metrics: dict[str, Any] | None = None
-    permissions: Permissions = Field(default_factory=Permissions)
-    drift: Drift = Field(default_factory=Drift)
-    interrupted: bool = False
-    pipeline_type: str | None = None
-    run_id: str | None = None
-    tables_skipped: int | None = None
-    resumed_from: str | None = None
-    idempotency_key: str | None = None
-    skipped_by_run_id: str | None = None
-    errors: list[TableError] = Field(default_factory=list)
-    excluded_tables: list[str] = Field(default_factory=list)
-    anomalies: list[Anomaly] = Field(default_factory=list)
-    contained: list[Contained] = Field(default_factory=list)
-    check_gate_failed: bool | None = None
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "version", "command", "status", "filter", "duration_ms", "tables_copied", "tables_failed",
-            "materializations", "check_results", "execution", "metrics", "permissions", "drift",
-            "interrupted",
-        }
-    )
+class RunOutput(RunResult, Result):
+    """The result of one ``rocky run``: the wire document plus its exit code and rendering."""
 
     def exit_code(self) -> int:
         if self.interrupted:
@@ -172,11 +57,10 @@ class RunOutput(Result):
         # A quality run is all checks: list every one; elsewhere only the failures are worth a line.
         show_all = self.pipeline_type == "quality"
         check_rows = [
-            [".".join(r.asset_key), str(c.get("name")), "passed" if c.get("passed", True) else "FAILED",
-             str(c.get("severity"))]
+            [".".join(r.asset_key), c.name, "passed" if c.passed else "FAILED", c.severity]
             for r in self.check_results
             for c in r.checks
-            if show_all or not c.get("passed", True)
+            if show_all or not c.passed
         ]
         if check_rows:
             title = "checks" if show_all else "failed checks"

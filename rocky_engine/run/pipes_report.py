@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocky_engine.logs import get_logger
-from rocky_engine.run.output import Materialization, RunOutput
+from rocky_engine.run.output import RunOutput
+from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
 
 PIPES_CONTEXT_ENV = "DAGSTER_PIPES_CONTEXT"
 EXTRAS_KEY = "rocky"
@@ -56,25 +57,20 @@ def _report(pipes: Any, out: RunOutput) -> int:
         key = _key(mat.asset_key)
         if key in failed or key not in in_scope:
             continue
-        pipes.report_asset_materialization(asset_key=key, metadata=_materialization_metadata(mat))
+        pipes.report_asset_materialization(asset_key=key, metadata=materialization_metadata(mat, out.run_id))
         sent += 1
     for table in out.check_results:
         key = _key(table.asset_key)
         if key not in in_scope:
             continue
         for check in table.checks:
-            name = str(check.get("name", ""))
-            if wanted_checks is not None and (key, name) not in wanted_checks:
+            if wanted_checks is not None and (key, check.name) not in wanted_checks:
                 continue
-            severity = "WARN" if str(check.get("severity", "error")).lower().startswith("warn") else "ERROR"
-            details = {
-                k: v for k, v in check.items() if k not in ("name", "passed", "severity") and v is not None
-            }
             pipes.report_asset_check(
-                check_name=name,
-                passed=bool(check.get("passed", False)),
-                severity=severity,
-                metadata=details or None,
+                check_name=check.name,
+                passed=check.passed,
+                severity=dagster_severity(check),
+                metadata=check_metadata(check) or None,
                 asset_key=key,
             )
             sent += 1
@@ -91,22 +87,3 @@ def _wanted_checks(extras: Mapping[str, Any]) -> set[tuple[str, str]] | None:
         if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], list | tuple):
             wanted.add((_key([str(p) for p in item[0]]), str(item[1])))
     return wanted
-
-
-def _materialization_metadata(mat: Materialization) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "strategy": mat.metadata.strategy,
-        "target_table_full_name": mat.metadata.target_table_full_name,
-        "duration_ms": mat.duration_ms,
-        "dagster/duration_ms": mat.duration_ms,
-    }
-    if mat.rows_copied is not None:
-        meta["rows_copied"] = mat.rows_copied
-        meta["dagster/row_count"] = mat.rows_copied
-    if mat.metadata.watermark is not None:
-        meta["watermark"] = mat.metadata.watermark
-    if mat.metadata.sql_hash is not None:
-        meta["sql_hash"] = mat.metadata.sql_hash
-    if mat.started_at is not None:
-        meta["started_at"] = mat.started_at
-    return meta

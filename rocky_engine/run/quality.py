@@ -18,8 +18,9 @@ from rocky_engine.checks.table_checks import CheckTarget, TableCheckOutcome, run
 from rocky_engine.config.pipelines import QualityPipeline
 from rocky_engine.errors import AdapterError
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
-from rocky_engine.run.output import ExecutionSummary, RunOutput, TableError, derive_status
+from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.state.runs import ModelExecution
+from rocky_engine.wire.run import ExecutionSummary, TableError
 
 if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
@@ -174,12 +175,10 @@ class QualityRunner:
             out.anomalies.extend(outcome.anomalies)
             failed = outcome.failed()
             for check in failed:
-                level = ctx.log.error if check.get("severity") == "error" else ctx.log.warning
-                level("check %s failed on %s%s", check.get("name"), task.key,
-                      f": {check['error']}" if check.get("error") else "")
-            ctx.events.fire("check_result", table=task.key, metadata={
-                "asset_key": asset, "passed": not failed, "checks": outcome.result.checks,
-            })
+                level = ctx.log.error if check.severity == "error" else ctx.log.warning
+                level("check %s failed on %s%s", check.name, task.key,
+                      f": {check.error}" if check.error else "")
+            ctx.events.fire("check_result", table=task.key, metadata=outcome.event_metadata())
             for anomaly in outcome.anomalies:
                 ctx.events.fire("anomaly_detected", table=task.key, metadata=anomaly.wire())
             if outcome.error_failed():

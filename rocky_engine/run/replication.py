@@ -33,20 +33,19 @@ from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, t
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
-from rocky_engine.run.output import (
-    DriftAction,
-    ExecutionSummary,
-    Materialization,
-    MaterializationMetadata,
-    RunOutput,
-    TableError,
-    derive_status,
-)
+from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.run.progress import RunProgress
 from rocky_engine.run.replication_prepare import Prepared, PreparedTable, prepare
 from rocky_engine.run.replication_progress import ProgressBook
 from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry
 from rocky_engine.state.runs import ModelExecution
+from rocky_engine.wire.run import (
+    DriftAction,
+    ExecutionSummary,
+    MaterializationInfo,
+    MaterializationMetadata,
+    TableError,
+)
 
 if TYPE_CHECKING:
     from rocky_engine.checks.table_checks import TableCheckOutcome
@@ -316,7 +315,7 @@ class ReplicationRunner:
                 column_count=(len(spec.columns) + len(pipeline.metadata_columns)) if spec else None,
             )
             out.materializations.append(
-                Materialization(
+                MaterializationInfo(
                     asset_key=list(plan.asset_key),
                     duration_ms=outcome.duration_ms,
                     rows_copied=rows,
@@ -332,10 +331,7 @@ class ReplicationRunner:
                 out.check_results.append(copied.checks.result)
                 out.anomalies.extend(copied.checks.anomalies)
                 self._check_outcomes.append((plan.key, copied.checks))
-                ctx.events.fire("check_result", table=plan.key, metadata={
-                    "asset_key": list(plan.asset_key), "passed": not copied.checks.failed(),
-                    "checks": copied.checks.result.checks,
-                })
+                ctx.events.fire("check_result", table=plan.key, metadata=copied.checks.event_metadata())
                 for anomaly in copied.checks.anomalies:
                     ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
             entry = ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished)

@@ -26,7 +26,7 @@ from rocky_engine.state.progress import ProgressEntry
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseSession
     from rocky_engine.run.context import RunContext
-    from rocky_engine.run.output import MaterializationMetadata
+    from rocky_engine.wire.run import MaterializationMetadata
 
 PROGRESS_FLUSH_SECONDS = 0.25
 #: copied tables whose watermarks are read in one statement as soon as that many are waiting

@@ -34,11 +34,12 @@ from rocky_engine.run import idempotency
 from rocky_engine.run.context import RunContext
 from rocky_engine.run.interrupt import InterruptGuard
 from rocky_engine.run.options import RunOptions
-from rocky_engine.run.output import RunOutput, TableError
+from rocky_engine.run.output import RunOutput
 from rocky_engine.run.records import build_run_record
 from rocky_engine.run.resume import resolve_resume
 from rocky_engine.state._time import now_utc
 from rocky_engine.state.runs import ModelExecution
+from rocky_engine.wire.run import TableError
 
 if TYPE_CHECKING:
     from rocky_engine.state.remote.sync import SyncedStore

@@ -29,29 +29,15 @@ from rocky_engine.checks.sql import scalar, timestamp_literal
 from rocky_engine.checks.table_checks import CheckTarget, run_table_checks
 from rocky_engine.config.pipelines import SnapshotPipeline, TableRef
 from rocky_engine.errors import AdapterError, ConfigError, RockyError
-from rocky_engine.run.output import (
-    ExecutionSummary,
-    Materialization,
-    MaterializationMetadata,
-    RunOutput,
-    TableError,
-)
+from rocky_engine.run.output import RunOutput
 from rocky_engine.state.runs import ModelExecution
+from rocky_engine.wire.run import ExecutionSummary, MaterializationInfo, MaterializationMetadata, TableError
 
 if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
 
 VALID_FROM = "valid_from"
 VALID_TO = "valid_to"
-
-
-class SnapshotMetadata(MaterializationMetadata):
-    """Materialization metadata of a snapshot: how many versions were written and closed."""
-
-    rows_inserted: int = 0
-    rows_closed: int = 0
-    #: of ``rows_closed``, the current versions closed because their key left the source
-    rows_hard_deleted: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,12 +102,12 @@ class SnapshotRunner:
             "snapshot %s: %d version(s) inserted, %d closed%s", tgt.full_name, result.inserted, result.closed,
             " (target created)" if result.created else "",
         )
-        out.materializations.append(Materialization(
+        out.materializations.append(MaterializationInfo(
             asset_key=asset,
             duration_ms=duration,
             rows_copied=result.inserted,
             started_at=started.isoformat().replace("+00:00", "Z"),
-            metadata=SnapshotMetadata(
+            metadata=MaterializationMetadata(
                 strategy="snapshot",
                 target_table_full_name=tgt.full_name,
                 rows_inserted=result.inserted,
@@ -159,7 +145,7 @@ class SnapshotRunner:
         for anomaly in outcome.anomalies:
             ctx.events.fire("anomaly_detected", table=key, metadata=anomaly.wire())
         for check in outcome.failed():
-            ctx.log.warning("check %s failed on %s (advisory on snapshot runs)", check.get("name"), key)
+            ctx.log.warning("check %s failed on %s (advisory on snapshot runs)", check.name, key)
         ctx.store.checks.record_many(check_records(ctx.run_id, key, outcome), now=ctx.clock())
 
     def _execution(

@@ -18,17 +18,16 @@ from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.materialize import Materialized, materialize
-from rocky_engine.run.output import (
-    Contained,
-    ExecutionSummary,
-    Materialization,
-    MaterializationMetadata,
-    RunOutput,
-    TableError,
-    derive_status,
-)
+from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.run.progress import RunProgress
 from rocky_engine.state.runs import ModelExecution
+from rocky_engine.wire.run import (
+    ContainedInfo,
+    ExecutionSummary,
+    MaterializationInfo,
+    MaterializationMetadata,
+    TableError,
+)
 
 if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
@@ -193,7 +192,7 @@ class TransformationRunner:
                     session.close()
         for name, blockers in sorted(result.blocked.items()):
             out.contained.append(
-                Contained(
+                ContainedInfo(
                     model=name,
                     blocked_by=blockers,
                     unblock_hint=f"fix {', '.join(blockers)} and run again (or `rocky run --model {name}` "
@@ -270,7 +269,7 @@ class TransformationRunner:
         ctx = self.ctx
         if outcome.ok and outcome.value is not None:
             out.materializations.append(
-                Materialization(
+                MaterializationInfo(
                     asset_key=target.asset_key,
                     duration_ms=outcome.duration_ms,
                     rows_copied=outcome.value.rows,

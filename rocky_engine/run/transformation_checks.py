@@ -18,7 +18,8 @@ from rocky_engine.checks.history import all_records
 from rocky_engine.checks.table_checks import CheckTarget, TableCheckOutcome, run_table_checks
 from rocky_engine.config.checks import ChecksConfig
 from rocky_engine.errors import HookAbort
-from rocky_engine.run.output import RunOutput, TableError
+from rocky_engine.run.output import RunOutput
+from rocky_engine.wire.run import TableError
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import TableName, WarehouseSession
@@ -111,11 +112,9 @@ def _report(ctx: RunContext, item: CheckedModel, outcome: TableCheckOutcome, out
     out.anomalies.extend(outcome.anomalies)
     failed = outcome.failed()
     for check in failed:
-        level = ctx.log.error if check.get("severity") == "error" else ctx.log.warning
-        level("check %s failed on model %s (%s)%s", check.get("name"), item.model, key,
-              f": {check['error']}" if check.get("error") else "")
-    ctx.events.fire("check_result", model=item.model, table=key, metadata={
-        "asset_key": item.target.asset_key, "passed": not failed, "checks": outcome.result.checks,
-    })
+        level = ctx.log.error if check.severity == "error" else ctx.log.warning
+        level("check %s failed on model %s (%s)%s", check.name, item.model, key,
+              f": {check.error}" if check.error else "")
+    ctx.events.fire("check_result", model=item.model, table=key, metadata=outcome.event_metadata())
     for anomaly in outcome.anomalies:
         ctx.events.fire("anomaly_detected", model=item.model, table=key, metadata=anomaly.wire())

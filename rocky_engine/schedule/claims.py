@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from rocky_engine.state._time import rfc3339, to_db
 from rocky_engine.state.claims import Claim, Outcome
 from rocky_engine.state.schedule import ScheduleRow
+from rocky_engine.wire.schedule import RunningChild
 
 if TYPE_CHECKING:
     from rocky_engine.state.store import StateStore
@@ -87,11 +88,11 @@ class ChildRegistry:
         return self.directory / f"{submission_id}.json"
 
     def register(self, submission_id: str, pid: int, pipeline: str, now: datetime) -> None:
-        doc = {"pid": pid, "hostname": socket.gethostname(), "pipeline": pipeline, "started_at": rfc3339(now)}
+        doc = RunningChild(pid=pid, hostname=socket.gethostname(), pipeline=pipeline, started_at=rfc3339(now))
         with contextlib.suppress(OSError):
             self.directory.mkdir(parents=True, exist_ok=True)
             tmp = self.directory / f".{submission_id}.tmp"
-            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            tmp.write_text(json.dumps(doc.wire()), encoding="utf-8")
             os.replace(tmp, self._path(submission_id))
 
     def forget(self, submission_id: str) -> None:
@@ -101,13 +102,12 @@ class ChildRegistry:
     def alive(self, submission_id: str) -> bool:
         """True when the registered child of this submission is still running on this host."""
         try:
-            doc = json.loads(self._path(submission_id).read_text(encoding="utf-8"))
+            child = RunningChild.model_validate_json(self._path(submission_id).read_bytes())
         except (OSError, ValueError):
             return False
-        pid = doc.get("pid") if isinstance(doc, dict) else None
-        if not isinstance(pid, int) or doc.get("hostname") != socket.gethostname():
+        if child.hostname != socket.gethostname():
             return False
-        return pid_runs_submission(pid, submission_id)
+        return pid_runs_submission(child.pid, submission_id)
 
 
 def pid_runs_submission(pid: int, submission_id: str) -> bool:

@@ -7,26 +7,17 @@ so ``catchup`` decides what happens on resume) and its webhook demands stay queu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field
-
-from rocky_engine import __version__
-from rocky_engine.output import Result, WireModel, md_table, render_rows
+from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project
 from rocky_engine.schedule.spool import SpoolError, list_demands, spool_dir_of
 from rocky_engine.state._time import now_utc, rfc3339
+from rocky_engine.wire.spool import SpoolResult
+from rocky_engine.wire.state import PauseResult
 
 
-class PauseResult(Result):
-    """``{version, command: "state", action: "pause"|"resume", pipeline, paused, paused_at?}``."""
-
-    version: str = __version__
-    command: str = "state"
-    action: Literal["pause", "resume"]
-    pipeline: str
-    paused: bool
-    paused_at: str | None = None
+class PauseOutput(PauseResult, Result):
+    """``rocky state schedule pause|resume P``, rendered."""
 
     def render_table(self) -> str:
         if self.paused:
@@ -34,7 +25,7 @@ class PauseResult(Result):
         return f"resumed {self.pipeline}; the next tick evaluates its schedule\n"
 
 
-def set_paused(project: Project, pipeline: str, paused: bool) -> PauseResult:
+def set_paused(project: Project, pipeline: str, paused: bool) -> PauseOutput:
     """Pause or resume ``pipeline`` (any configured pipeline; webhook demands honour the hold too).
 
     Raises:
@@ -48,7 +39,7 @@ def set_paused(project: Project, pipeline: str, paused: bool) -> PauseResult:
     now = now_utc()
     with StateStore.open(project.state_path(), writer=True) as store:
         row = ScheduleRepo(store).set_paused(pipeline, paused, now)
-    return PauseResult(
+    return PauseOutput(
         action="pause" if paused else "resume",
         pipeline=pipeline,
         paused=row.paused,
@@ -56,24 +47,8 @@ def set_paused(project: Project, pipeline: str, paused: bool) -> PauseResult:
     )
 
 
-class SpoolEntry(WireModel):
-    demand_uid: str
-    pipeline: str
-    accepted_at: str
-    body_sha256: str
-    delivery_id: str | None = None
-
-
-class SpoolResult(Result):
-    """``{version, command: "state", action: "spool", spool, demands[]}``: accepted, unconsumed demands."""
-
-    ALWAYS = frozenset({"demands"})
-
-    version: str = __version__
-    command: str = "state"
-    action: str = "spool"
-    spool: str
-    demands: list[SpoolEntry] = Field(default_factory=list)
+class SpoolOutput(SpoolResult, Result):
+    """``rocky state schedule spool``: accepted, unconsumed demands, rendered."""
 
     def _grid(self) -> tuple[list[str], list[list[str]]]:
         return (
@@ -92,7 +67,7 @@ class SpoolResult(Result):
         return md_table(*self._grid())
 
 
-def spool_listing(dot_rocky: Path) -> SpoolResult:
+def spool_listing(dot_rocky: Path) -> SpoolOutput:
     """The queue as the next tick will see it.
 
     Raises:
@@ -105,7 +80,4 @@ def spool_listing(dot_rocky: Path) -> SpoolResult:
             "; ".join(listing.errors),
             hint="fix the permissions or the dangling link; the next tick exits 1 until then",
         )
-    return SpoolResult(
-        spool=str(spool),
-        demands=[SpoolEntry.model_validate(d.wire()) for d in listing.demands],
-    )
+    return SpoolOutput(spool=str(spool), demands=[d.entry() for d in listing.demands])

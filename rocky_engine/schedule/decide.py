@@ -24,10 +24,10 @@ from rocky_engine.schedule.demand import (
     evaluate_cron,
     evaluate_freshness,
 )
-from rocky_engine.schedule.output import Reason, SourceEntry
 from rocky_engine.schedule.plan import PipelinePlan
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.schedule import ScheduleRow, SuccessWindow
+from rocky_engine.wire.tick import Reason, SourceEntry
 
 
 class History(Protocol):

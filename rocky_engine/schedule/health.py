@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rocky_engine.errors import RockyError
 from rocky_engine.schedule.incidents import INCIDENTS_DIR, IncidentDirRefused, list_incidents
-from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS, LockState, inspect_tick_lock
+from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS, inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
+from rocky_engine.wire.schedule import TickLockState
 
 if TYPE_CHECKING:
     from rocky_engine.project import Project
     from rocky_engine.state.store import StateStore
+    from rocky_engine.wire.brief import SchedulerSection
 
 HealthStatus = Literal["healthy", "warning", "critical"]
 
@@ -36,7 +38,7 @@ class SchedulerHealth:
     applicable: bool
     status: HealthStatus
     message: str
-    tick_lock: LockState = "never"
+    tick_lock: TickLockState = "never"
     heartbeat_age_seconds: float | None = None
     last_evaluated_at: datetime | None = None
     shortest_interval_seconds: int | None = None
@@ -135,54 +137,53 @@ def _incident_time(name: str) -> datetime | None:
         return None
 
 
-def scheduler_brief(project: Project, store: StateStore, since: datetime | None) -> dict[str, Any]:
+def scheduler_brief(project: Project, store: StateStore, since: datetime | None) -> SchedulerSection:
     """The scheduler section of ``rocky brief``: holds, failure streaks, incidents.
 
     ``availability`` is ``not_applicable`` without schedules, ``unavailable`` (with ``reason``) when the
     state or the incidents directory cannot be read, else ``available``.
     """
     from rocky_engine.state.schedule import ScheduleRepo
+    from rocky_engine.wire.brief import FailureStreak, PausedPipeline, SchedulerSection
 
     if not any(p.schedule is not None for p in project.config.pipelines.values()):
-        return {"availability": "not_applicable"}
+        return SchedulerSection(availability="not_applicable")
     try:
         rows = ScheduleRepo(store).all()
     except RockyError as exc:
-        return {"availability": "unavailable", "reason": str(exc)}
-    section: dict[str, Any] = {
-        "availability": "available",
-        "paused": [
-            {"pipeline": r.pipeline, **({"paused_at": rfc3339(r.paused_at)} if r.paused_at else {})}
+        return SchedulerSection(availability="unavailable", reason=str(exc))
+    section = SchedulerSection(
+        availability="available",
+        paused=[
+            PausedPipeline(pipeline=r.pipeline, paused_at=rfc3339(r.paused_at) if r.paused_at else None)
             for r in sorted(rows.values(), key=lambda r: r.pipeline)
             if r.paused
         ],
-        "consecutive_failures": [
-            {
-                "pipeline": r.pipeline,
-                "consecutive_failures": r.consecutive_failures,
-                "last_outcome": r.last_outcome,
-                **({"last_attempt_at": rfc3339(r.last_attempt_at)} if r.last_attempt_at else {}),
-            }
+        consecutive_failures=[
+            FailureStreak(
+                pipeline=r.pipeline, consecutive_failures=r.consecutive_failures, last_outcome=r.last_outcome,
+                last_attempt_at=rfc3339(r.last_attempt_at) if r.last_attempt_at else None,
+            )
             for r in sorted(rows.values(), key=lambda r: (-r.consecutive_failures, r.pipeline))
             if r.consecutive_failures > 0
         ],
-    }
+    )
     last = max((r.last_evaluated_at for r in rows.values() if r.last_evaluated_at), default=None)
     if last is not None:
-        section["last_evaluated_at"] = rfc3339(last)
+        section.last_evaluated_at = rfc3339(last)
     try:
         incidents = list_incidents(project.dot_rocky / INCIDENTS_DIR)
     except IncidentDirRefused as exc:
-        section["incidents_availability"] = "unavailable"
-        section["incidents_reason"] = str(exc)
+        section.incidents_availability = "unavailable"
+        section.incidents_reason = str(exc)
         return section
     cutoff = utc(since) if since is not None else None
     recent = [
         p for p in incidents
         if cutoff is None or ((t := _incident_time(p.name)) is not None and t >= cutoff)
     ]
-    section["incident_count"] = len(recent)
-    section["incidents_kept"] = len(incidents)
+    section.incident_count = len(recent)
+    section.incidents_kept = len(incidents)
     if incidents:
-        section["newest_incident"] = str(incidents[0])
+        section.newest_incident = str(incidents[0])
     return section

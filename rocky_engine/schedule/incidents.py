@@ -1,9 +1,8 @@
 """Incident bundles: one JSON file of facts per scheduled run that finalized as a failure or a partial.
 
-``.rocky/incidents/<YYYYMMDDTHHMMSSZ>-<pipeline>-<shortid>.json`` = ``{incident_version: 1, recorded_at,
-pipeline, source, outcome, logical_ts, submission_id, exit_code, attempts, consecutive_failures,
-pointers[]}``. A fact the writer cannot know (the exit code of a run recovered from a crashed owner) is
-``null``, never a guessed zero.
+``.rocky/incidents/<YYYYMMDDTHHMMSSZ>-<pipeline>-<shortid>.json`` holds the document
+``rocky_engine.wire.incident.IncidentDocument``. A fact the writer cannot know (the exit code of a run
+recovered from a crashed owner) is ``null``, never a guessed zero.
 
 Files are written atomically (temp file, fsync, rename, directory fsync) through a directory descriptor
 opened with ``O_NOFOLLOW``, so a symlinked incidents directory is refused rather than written through.
@@ -12,20 +11,19 @@ Retention keeps the newest 50 and deletes only files whose names this writer pro
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from rocky_engine.errors import StateError
 from rocky_engine.logs import get_logger
 from rocky_engine.state._time import rfc3339, utc
+from rocky_engine.wire.base import document_text
+from rocky_engine.wire.incident import IncidentDocument, IncidentPointer
 
-INCIDENT_VERSION = 1
 KEEP_NEWEST = 50
 INCIDENTS_DIR = "incidents"
 _NAME = re.compile(r"^\d{8}T\d{6}Z-[A-Za-z0-9_-]+-[0-9a-f]{8}\.json$")
@@ -51,13 +49,15 @@ class IncidentBundle:
     exit_code: int | None
     attempts: int | None
     consecutive_failures: int | None
-    pointers: list[dict[str, str]] = field(default_factory=list)
+    pointers: list[IncidentPointer] = field(default_factory=list)
 
-    def document(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"incident_version": INCIDENT_VERSION}
-        for key, value in asdict(self).items():
-            doc[key] = rfc3339(value) if isinstance(value, datetime) else value
-        return doc
+    def document(self) -> IncidentDocument:
+        return IncidentDocument(
+            recorded_at=rfc3339(self.recorded_at), pipeline=self.pipeline, source=self.source,
+            outcome=self.outcome, logical_ts=rfc3339(self.logical_ts) if self.logical_ts else None,
+            submission_id=self.submission_id, exit_code=self.exit_code, attempts=self.attempts,
+            consecutive_failures=self.consecutive_failures, pointers=self.pointers,
+        )
 
 
 def incident_file_name(recorded_at: datetime, pipeline: str, submission_id: str) -> str:
@@ -67,20 +67,20 @@ def incident_file_name(recorded_at: datetime, pipeline: str, submission_id: str)
 
 def pointers_for(
     *, config_path: Path, submission_id: str, since: datetime, resident: bool, run_id: str | None = None
-) -> list[dict[str, str]]:
+) -> list[IncidentPointer]:
     """Where to look next: a ``rocky history`` command, and the server endpoints under ``serve``."""
     pointers = [
-        {
-            "kind": "history",
-            "command": f"rocky -c {config_path} history --since {utc(since):%Y-%m-%d}",
-            "match": f"submission_id={submission_id}",
-        }
+        IncidentPointer(
+            kind="history",
+            command=f"rocky -c {config_path} history --since {utc(since):%Y-%m-%d}",
+            match=f"submission_id={submission_id}",
+        )
     ]
     if run_id:
-        pointers.append({"kind": "run", "run_id": run_id})
+        pointers.append(IncidentPointer(kind="run", run_id=run_id))
     if resident:
-        pointers.append({"kind": "job", "url": f"/api/v1/jobs/{submission_id}"})
-        pointers.append({"kind": "schedule", "url": "/api/v1/schedule"})
+        pointers.append(IncidentPointer(kind="job", url=f"/api/v1/jobs/{submission_id}"))
+        pointers.append(IncidentPointer(kind="schedule", url="/api/v1/schedule"))
     return pointers
 
 
@@ -111,7 +111,7 @@ def write_incident(directory: Path, bundle: IncidentBundle, *, keep: int = KEEP_
         IncidentDirRefused: the directory is a symlink, not a directory, or cannot be written.
     """
     name = incident_file_name(bundle.recorded_at, bundle.pipeline, bundle.submission_id)
-    data = (json.dumps(bundle.document(), indent=2) + "\n").encode()
+    data = document_text(bundle.document()).encode()
     dfd = _open_dir(directory, create=True)
     try:
         tmp = f".tmp-{os.getpid()}-{name}"
@@ -185,6 +185,11 @@ def list_incidents(directory: Path) -> list[Path]:
         os.close(dfd)
 
 
-def read_incident(path: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return doc
+def read_incident(path: Path) -> IncidentDocument:
+    """One bundle, read through its wire model.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not an incident bundle.
+    """
+    return IncidentDocument.model_validate_json(path.read_bytes())

@@ -1,4 +1,4 @@
-"""The ``rocky tick`` JSON document (CONTRACT section 6) and its exit code.
+"""The ``rocky tick`` result (CONTRACT section 6) and its exit code.
 
 Exit 0: nothing was due, or every launched run succeeded (backoff skips, ``tick_in_progress`` and
 ``state_busy`` included). Exit 2: a launched run failed or came back partial. Exit 1: the tick could not
@@ -8,29 +8,9 @@ before a document exists). Exit 130: SIGTERM/SIGINT stopped the tick (``interrup
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.wire.tick import Counts, TickResult
 
-from pydantic import Field
-
-from rocky_engine import __version__
-from rocky_engine.output import Result, WireModel, md_table, render_rows
-
-Reason = Literal[
-    "due",
-    "not_due",
-    "disabled",
-    "paused",
-    "catchup_skipped",
-    "failure_backoff",
-    "partial_backoff",
-    "superseded",
-    "history_unavailable",
-    "in_flight",
-    "dedup",
-    "tick_in_progress",
-    "state_busy",
-    "config_error",
-]
 #: Reasons worth a ``skipped[]`` entry even when another source of the same pipeline ran.
 NOTABLE_REASONS = frozenset(
     {
@@ -40,85 +20,8 @@ NOTABLE_REASONS = frozenset(
 )
 
 
-class SourceEntry(WireModel):
-    """One demand source of one pipeline at this tick."""
-
-    source: str
-    reason: Reason
-    resume_at: str | None = None
-    missed: int | None = None
-    #: a human hint (the config error, the upstream still waited on); optional
-    detail: str | None = None
-
-
-class Evaluated(WireModel):
-    pipeline: str
-    due: bool
-    due_source: str | None = None
-    logical_ts: str | None = None
-    sources: list[SourceEntry] = Field(default_factory=list)
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"sources"})
-
-
-class Executed(WireModel):
-    pipeline: str
-    source: str
-    logical_ts: str | None
-    submission_id: str
-    exit_code: int | None
-    outcome: Literal["success", "partial", "failure"]
-    attempts: int
-    #: present (true) only when timeout_minutes stopped the run
-    timed_out: bool | None = None
-    #: the incident bundle written for a failure/partial
-    incident: str | None = None
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"logical_ts", "exit_code"})
-
-
-class Skipped(WireModel):
-    pipeline: str
-    source: str
-    reason: Reason
-    resume_at: str | None = None
-    missed: int | None = None
-    detail: str | None = None
-
-
-class Counts(WireModel):
-    evaluated: int = 0
-    due: int = 0
-    executed: int = 0
-    succeeded: int = 0
-    partial: int = 0
-    failed: int = 0
-    skipped: int = 0
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"evaluated", "due", "executed", "succeeded", "partial", "failed", "skipped"}
-    )
-
-
-class TickOutput(Result):
-    """One tick's report."""
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset(
-        {"tick_in_progress", "lock_overridden", "evaluated", "executed", "skipped", "counts"}
-    )
-
-    version: str = __version__
-    command: str = "tick"
-    dry_run: bool
-    now: str
-    duration_ms: int = 0
-    tick_in_progress: bool = False
-    lock_overridden: bool = False
-    evaluated: list[Evaluated] = Field(default_factory=list)
-    executed: list[Executed] = Field(default_factory=list)
-    skipped: list[Skipped] = Field(default_factory=list)
-    counts: Counts = Field(default_factory=Counts)
-    #: what kept the tick from doing its whole job (an unreadable spool: exit 1)
-    errors: list[str] = Field(default_factory=list)
-    #: present (true) once a stop was requested (SIGTERM/SIGINT, server drain): no new work was started
-    interrupted: bool | None = None
+class TickOutput(TickResult, Result):
+    """One tick's report (the document is ``rocky_engine.wire.tick.TickResult``)."""
 
     def finish(self) -> TickOutput:
         """Fill ``counts`` from the lists."""

@@ -40,14 +40,7 @@ from rocky_engine.schedule.claims import (
     webhook_claim_key,
 )
 from rocky_engine.schedule.decide import Decision, decide
-from rocky_engine.schedule.output import (
-    NOTABLE_REASONS,
-    Evaluated,
-    Executed,
-    Skipped,
-    SourceEntry,
-    TickOutput,
-)
+from rocky_engine.schedule.output import NOTABLE_REASONS, TickOutput
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
 from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
@@ -57,6 +50,7 @@ from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.tick import Evaluated, Executed, Skipped, SourceEntry
 
 log = get_logger("schedule")
 

@@ -21,12 +21,13 @@ from rocky_engine.schedule.claims import (
     row_after_outcome,
     webhook_claim_key,
 )
-from rocky_engine.schedule.output import Skipped, TickOutput
+from rocky_engine.schedule.output import TickOutput
 from rocky_engine.schedule.plan import SchedulePlan
 from rocky_engine.schedule.spool import Demand, SpoolError, consume
 from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.schedule import ScheduleRow
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.tick import Skipped
 
 if TYPE_CHECKING:
     from rocky_engine.project import Project

@@ -1,13 +1,8 @@
 """The webhook spool ``.rocky/pending-demands/``: accepted demands waiting for the next tick.
 
-File format: one JSON file per demand, named after its dedupe key (``<key>.json``)::
-
-    {"spool_version": 1, "demand_uid": "<32 hex>", "pipeline": "orders", "delivery_id": "evt-1",
-     "body_sha256": "<hex>", "body_bytes": 0, "accepted_at": "2026-05-02T03:00:00.000Z",
-     "dedupe_key": "d-<hex>"}
-
-``delivery_id`` is present only when the sender gave ``X-Rocky-Delivery``. The body itself is never
-stored (it may carry secrets); its hash is.
+File format: one JSON file per demand, named after its dedupe key (``<key>.json``), the document
+``rocky_engine.wire.spool.SpoolDemandFile`` (``delivery_id`` only when the sender gave
+``X-Rocky-Delivery``; the body itself is never stored, it may carry secrets: its hash is).
 
 Producer (the server's webhook route): :func:`write_demand` writes a temp file, fsyncs it, hard-links it
 to ``<key>.json`` (the link fails when the same key is already queued: a duplicate), removes the temp
@@ -30,14 +25,15 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from rocky_engine.errors import StateError
 from rocky_engine.state._time import from_db, rfc3339, utc
+from rocky_engine.wire.base import validation_summary
+from rocky_engine.wire.spool import SpoolDemandFile, SpoolEntry
 
 SPOOL_DIR = "pending-demands"
 CONSUMED_DIR = ".consumed"
-SPOOL_VERSION = 1
 DELIVERY_DEDUPE_TTL = timedelta(hours=24)
 
 
@@ -58,16 +54,12 @@ class Demand:
     delivery_id: str | None = None
     body_bytes: int | None = None
 
-    def wire(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "demand_uid": self.demand_uid,
-            "pipeline": self.pipeline,
-            "accepted_at": rfc3339(self.accepted_at),
-            "body_sha256": self.body_sha256,
-        }
-        if self.delivery_id is not None:
-            doc["delivery_id"] = self.delivery_id
-        return doc
+    def entry(self) -> SpoolEntry:
+        """This demand as a listing shows it."""
+        return SpoolEntry(
+            demand_uid=self.demand_uid, pipeline=self.pipeline, accepted_at=rfc3339(self.accepted_at),
+            body_sha256=self.body_sha256, delivery_id=self.delivery_id,
+        )
 
 
 @dataclass
@@ -133,21 +125,14 @@ def write_demand(
         if delivery_id and _consumed_recently(spool, key, now):
             return SpoolWrite("duplicate", None, final)
         uid = uuid.uuid4().hex
-        doc: dict[str, Any] = {
-            "spool_version": SPOOL_VERSION,
-            "demand_uid": uid,
-            "pipeline": pipeline,
-            "body_sha256": body_sha,
-            "body_bytes": len(body),
-            "accepted_at": rfc3339(now),
-            "dedupe_key": key,
-        }
-        if delivery_id:
-            doc["delivery_id"] = delivery_id
+        doc = SpoolDemandFile(
+            demand_uid=uid, pipeline=pipeline, body_sha256=body_sha, body_bytes=len(body),
+            accepted_at=rfc3339(now), dedupe_key=key, delivery_id=delivery_id or None,
+        )
         tmp = spool / f".tmp-{uid}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
-            os.write(fd, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
+            os.write(fd, (json.dumps(doc.wire(), separators=(",", ":")) + "\n").encode())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -194,27 +179,25 @@ def list_demands(spool: Path) -> SpoolListing:
         path = spool / name
         try:
             listing.demands.append(_read_demand(path))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        except (OSError, ValueError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else validation_summary(exc)
             listing.errors.append(f"cannot read webhook demand {path}: {detail}")
     listing.demands.sort(key=lambda d: (d.accepted_at, d.demand_uid))
     return listing
 
 
 def _read_demand(path: Path) -> Demand:
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict):
-        raise ValueError("not a JSON object")
-    delivery = doc.get("delivery_id")
+    """Raises ValueError: not JSON, or not a demand document (pydantic's error is a ValueError)."""
+    doc = SpoolDemandFile.model_validate_json(path.read_bytes())
     return Demand(
-        demand_uid=str(doc["demand_uid"]),
-        pipeline=str(doc["pipeline"]),
-        body_sha256=str(doc.get("body_sha256", "")),
-        accepted_at=from_db(str(doc["accepted_at"]).replace("Z", "+00:00")),
-        dedupe_key=str(doc.get("dedupe_key") or path.stem),
+        demand_uid=doc.demand_uid,
+        pipeline=doc.pipeline,
+        body_sha256=doc.body_sha256,
+        accepted_at=from_db(doc.accepted_at.replace("Z", "+00:00")),
+        dedupe_key=doc.dedupe_key or path.stem,
         path=path,
-        delivery_id=str(delivery) if delivery is not None else None,
-        body_bytes=doc.get("body_bytes"),
+        delivery_id=doc.delivery_id,
+        body_bytes=doc.body_bytes,
     )
 
 

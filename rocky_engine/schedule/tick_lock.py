@@ -26,13 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rocky_engine.wire.schedule import TickHeartbeat
+from rocky_engine.wire.schedule import TickLockState as LockState
+
 STALE_AFTER_SECONDS = 300.0
 HEARTBEAT_INTERVAL_SECONDS = 10.0
 #: How long to wait for the heartbeat mutex (held for microseconds by a healthy process).
 MUTEX_WAIT_SECONDS = 2.0
 
 AcquireOutcome = Literal["acquired", "overridden", "in_progress"]
-LockState = Literal["free", "held", "wedged", "never"]
 
 LOCK_NAME = "tick.lock"
 HEARTBEAT_NAME = "tick.lock.heartbeat"
@@ -57,8 +59,8 @@ def _mutex(fd: int, wait_seconds: float = MUTEX_WAIT_SECONDS) -> Iterator[bool]:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _write_heartbeat(fd: int, payload: dict[str, object], mtime: float | None = None) -> None:
-    data = json.dumps(payload, separators=(",", ":")).encode()
+def _write_heartbeat(fd: int, payload: TickHeartbeat, mtime: float | None = None) -> None:
+    data = json.dumps(payload.wire(), separators=(",", ":")).encode()
     os.ftruncate(fd, 0)
     os.pwrite(fd, data, 0)
     if mtime is not None:
@@ -119,13 +121,11 @@ class TickLock:
         self._thread.start()
         return self.outcome
 
-    def _payload(self) -> dict[str, object]:
-        return {
-            "pid": os.getpid(),
-            "hostname": socket.gethostname(),
-            "acquired_at": self._wall(),
-            "overridden": not self._holds_flock,
-        }
+    def _payload(self) -> TickHeartbeat:
+        return TickHeartbeat(
+            pid=os.getpid(), hostname=socket.gethostname(), acquired_at=self._wall(),
+            overridden=not self._holds_flock,
+        )
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_interval):
@@ -146,7 +146,7 @@ class TickLock:
             # Marked stale so that after an override the next tick takes over at once rather than waiting
             # out a fresh-looking heartbeat while the wedged process still holds the flock.
             with _mutex(self._hb_fd), contextlib.suppress(OSError):
-                _write_heartbeat(self._hb_fd, {"released": True, "pid": os.getpid()}, 0.0)
+                _write_heartbeat(self._hb_fd, TickHeartbeat(pid=os.getpid(), released=True), 0.0)
                 if self._holds_flock and self._lock_fd is not None:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                     self._holds_flock = False
@@ -222,9 +222,7 @@ def _heartbeat_facts(
         return None, None, None
     age = wall() - os.fstat(fd).st_mtime
     try:
-        doc = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        beat = TickHeartbeat.model_validate_json(os.pread(fd, 4096, 0) or b"{}")
     except (OSError, ValueError):
-        doc = {}
-    pid = doc.get("pid") if isinstance(doc, dict) else None
-    host = doc.get("hostname") if isinstance(doc, dict) else None
-    return age, pid if isinstance(pid, int) else None, host if isinstance(host, str) else None
+        beat = TickHeartbeat()
+    return age, beat.pid, beat.hostname

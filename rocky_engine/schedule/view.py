@@ -14,7 +14,7 @@ side-effect-free health read:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocky_engine.schedule.backoff import active_backoff
 from rocky_engine.schedule.plan import SchedulePlan, build_plan
@@ -22,6 +22,13 @@ from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+from rocky_engine.wire.schedule import (
+    ScheduledPipeline,
+    ScheduleStatus,
+    SubmittedClaim,
+    Throttle,
+    TickLockStatus,
+)
 
 if TYPE_CHECKING:
     from rocky_engine.project import Project
@@ -34,8 +41,8 @@ def _ts(value: datetime | None) -> str | None:
 
 def schedule_status(
     project: Project, store: StateStore, now: datetime, plan: SchedulePlan | None = None
-) -> dict[str, Any]:
-    """The scheduler's stored state as a JSON-ready dict (optional facts omitted when unknown).
+) -> ScheduleStatus:
+    """The scheduler's stored state (optional facts omitted when unknown).
 
     Args:
         plan: ``build_plan(project.config, check_crons=True)`` when the caller keeps one (the server
@@ -46,51 +53,42 @@ def schedule_status(
     """
     now = utc(now)
     lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
-    lock_doc: dict[str, Any] = {"state": lock.state}
+    lock_doc = TickLockStatus(state=lock.state)
     if lock.heartbeat_age_seconds is not None and lock.state != "free":
-        lock_doc["heartbeat_age_seconds"] = round(lock.heartbeat_age_seconds, 1)
+        lock_doc.heartbeat_age_seconds = round(lock.heartbeat_age_seconds, 1)
     if plan is None:
         plan = build_plan(project.config, check_crons=True)
     rows = ScheduleRepo(store).all()
     pipelines = []
     for pp in plan.scheduled:
         row = rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
-        doc: dict[str, Any] = {"pipeline": pp.name, "enabled": pp.enabled, "paused": row.paused}
-        if pp.cron:
-            doc["cron"] = pp.cron
-            doc["timezone"] = pp.timezone
-            doc["catchup"] = pp.catchup
-        if pp.after:
-            doc["after"] = list(pp.after)
-        if pp.freshness:
-            doc["freshness"] = True
-        if pp.config_error:
-            doc["config_error"] = pp.config_error
-        facts = {
-            "last_evaluated_at": _ts(row.last_evaluated_at),
-            "last_fire": _ts(row.last_fire),
-            "last_fire_source": row.last_fire_source,
-            # a projection made for another expression is not this schedule's
-            "next_fire_at": _ts(row.next_fire_at) if pp.cron and row.cron == pp.cron else None,
-            "last_outcome": row.last_outcome,
-        }
-        doc.update({k: v for k, v in facts.items() if v is not None})
-        doc["consecutive_failures"] = row.consecutive_failures
         backoff = active_backoff(row.last_outcome, row.consecutive_failures, row.last_attempt_at, now)
-        if backoff is not None:
-            doc["throttle"] = {"reason": backoff.reason, "resume_at": rfc3339(backoff.resume_at)}
-        pipelines.append(doc)
+        pipelines.append(ScheduledPipeline(
+            pipeline=pp.name,
+            enabled=pp.enabled,
+            paused=row.paused,
+            cron=pp.cron or None,
+            timezone=pp.timezone if pp.cron else None,
+            catchup=pp.catchup if pp.cron else None,
+            after=list(pp.after),
+            freshness=True if pp.freshness else None,
+            config_error=pp.config_error or None,
+            last_evaluated_at=_ts(row.last_evaluated_at),
+            last_fire=_ts(row.last_fire),
+            last_fire_source=row.last_fire_source,
+            # a projection made for another expression is not this schedule's
+            next_fire_at=_ts(row.next_fire_at) if pp.cron and row.cron == pp.cron else None,
+            last_outcome=row.last_outcome,
+            consecutive_failures=row.consecutive_failures,
+            throttle=Throttle(reason=backoff.reason, resume_at=rfc3339(backoff.resume_at))
+            if backoff is not None else None,
+        ))
     claims = [
-        {
-            "claim_key": c.claim_key,
-            "pipeline": c.pipeline,
-            "source": c.source,
-            **({"logical_ts": rfc3339(c.logical_ts)} if c.logical_ts else {}),
-            "submission_id": c.submission_id,
-            "state": c.state,
-            "created_at": rfc3339(c.created_at),
-            "attempts": c.attempts,
-        }
+        SubmittedClaim(
+            claim_key=c.claim_key, pipeline=c.pipeline, source=c.source,
+            logical_ts=rfc3339(c.logical_ts) if c.logical_ts else None, submission_id=c.submission_id,
+            state=c.state, created_at=rfc3339(c.created_at), attempts=c.attempts,
+        )
         for c in ClaimRepo(store).submitted()
     ]
-    return {"tick_lock": lock_doc, "pipelines": pipelines, "claims": claims}
+    return ScheduleStatus(tick_lock=lock_doc, pipelines=pipelines, claims=claims)

@@ -44,6 +44,8 @@ from rocky_engine.server.responses import (
 from rocky_engine.server.schedule_view import get_schedule, get_spool
 from rocky_engine.server.webhook import trigger
 from rocky_engine.state._time import now_utc
+from rocky_engine.wire.jobs import JobAccepted, JobList
+from rocky_engine.wire.server import HealthDocument
 
 log = get_logger("server")
 
@@ -61,12 +63,8 @@ def _ctx(request: Request) -> ServerContext:
 async def health(request: Request) -> Response:
     ctx = _ctx(request)
     draining = ctx.draining.is_set()
-    doc = {
-        "status": "draining" if draining else "ok",
-        "version": __version__,
-        "scheduler": ctx.settings.scheduler,
-        "draining": draining,
-    }
+    doc = HealthDocument(status="draining" if draining else "ok", scheduler=ctx.settings.scheduler,
+                         draining=draining)
     return json_response(doc, 503 if draining else 200)
 
 
@@ -88,7 +86,7 @@ async def run_job(request: Request) -> Response:
         row = await run_in_threadpool(ctx.jobs.submit_run, pipeline, filter_)
     except JobRejected as exc:
         return error_response(exc.status, exc.code, exc.message, job_id=exc.job_id)
-    return json_response({"job_id": row.job_id, "state": row.state}, 202,
+    return json_response(JobAccepted(job_id=row.job_id, state=row.state), 202,
                          headers={"Location": f"/api/v1/jobs/{row.job_id}"})
 
 
@@ -129,7 +127,7 @@ async def list_jobs(request: Request) -> Response:
         rows = await run_in_threadpool(ctx.jobs.list, limit)
     except StateError as exc:
         return error_response(503, "state_unavailable", str(exc))
-    return json_response({"jobs": [job_wire(r) for r in rows]})
+    return json_response(JobList(jobs=[job_wire(r) for r in rows]))
 
 
 async def get_job(request: Request) -> Response:
@@ -145,7 +143,8 @@ async def get_job(request: Request) -> Response:
 
 
 async def runs(request: Request) -> Response:
-    from rocky_engine.ops.history import HistoryResult, history_run, parse_since
+    from rocky_engine.ops.history import history_run, parse_since
+    from rocky_engine.wire.history import HistoryResult
 
     ctx = _ctx(request)
     try:

@@ -31,6 +31,7 @@ from rocky_engine.server.ratelimit import TokenBucket
 from rocky_engine.server.settings import TOKEN_ENV, WEBHOOK_SECRET_ENV, ServerSettings
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.schedule import LastTick
 
 log = get_logger("server")
 
@@ -127,16 +128,15 @@ class TickStatus:
     duration_ms: int | None = None
     detail: str | None = None
 
-    def wire(self, wall: float) -> dict[str, Any]:
+    def wire(self, wall: float) -> LastTick | None:
+        """The attempt as ``/api/v1/schedule`` shows it; None before the first one."""
         if self.at is None:
-            return {}
-        doc: dict[str, Any] = {"at": rfc3339(datetime.fromtimestamp(self.at, tz=UTC)), "result": self.result}
-        if self.duration_ms is not None:
-            doc["duration_ms"] = self.duration_ms
-        if self.detail:
-            doc["detail"] = self.detail
-        doc["age_seconds"] = round(max(0.0, wall - self.at), 1)
-        return doc
+            return None
+        return LastTick(
+            at=rfc3339(datetime.fromtimestamp(self.at, tz=UTC)), result=self.result,
+            duration_ms=self.duration_ms, detail=self.detail or None,
+            age_seconds=round(max(0.0, wall - self.at), 1),
+        )
 
 
 @dataclass

@@ -1,11 +1,10 @@
 """What a job's row says once its child is gone: the result document, the run's JSON output, and the
 recovery of rows a dead server left unfinished.
 
-A finished job's ``result`` is ``{outcome success|partial|failure, exit_code, duration_ms, run_id?,
-status?, output?, drained?, timed_out?, recovered?}``: the exit decides the outcome (a timeout or a drain is
-a failure), the run record (matched by ``submission_id`` = ``job_id``) adds its id and status, and
-``output`` is the child's own ``--output json`` document (written to ``.rocky/jobs/<job_id>.out`` while it
-runs).
+A finished job's ``result`` is ``rocky_engine.wire.jobs.JobResult``: the exit decides the outcome (a
+timeout or a drain is a failure), the run record (matched by ``submission_id`` = ``job_id``) adds its id and
+status, and ``output`` is the child's own ``--output json`` document (written to
+``.rocky/jobs/<job_id>.out`` while it runs).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from rocky_engine.schedule.spawner import ChildResult
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.jobs import JobRow
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.jobs import JobDocument, JobOutcome, JobResult
 
 log = get_logger("server")
 
@@ -62,27 +62,22 @@ def read_output(path: Path | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def job_wire(row: JobRow) -> dict[str, Any]:
+def job_wire(row: JobRow) -> JobDocument:
     """``GET /api/v1/jobs/{id}``: the contract's seven keys always, the rest when known."""
-    doc: dict[str, Any] = {
-        "job_id": row.job_id,
-        "kind": row.kind,
-        "state": row.state,
-        "submitted_at": rfc3339(row.submitted_at),
-        "started_at": rfc3339(row.started_at) if row.started_at else None,
-        "finished_at": rfc3339(row.finished_at) if row.finished_at else None,
-        "result": row.result,
-    }
-    if row.pipeline:
-        doc["pipeline"] = row.pipeline
-    if row.request:
-        doc["request"] = row.request
-    if row.error:
-        doc["error"] = row.error
-    if row.pid is not None:
-        doc["pid"] = row.pid
-    doc["attempts"] = row.attempts
-    return doc
+    return JobDocument(
+        job_id=row.job_id,
+        kind=row.kind,
+        state=row.state,
+        submitted_at=rfc3339(row.submitted_at),
+        started_at=rfc3339(row.started_at) if row.started_at else None,
+        finished_at=rfc3339(row.finished_at) if row.finished_at else None,
+        result=JobResult.model_validate(row.result) if row.result is not None else None,
+        pipeline=row.pipeline or None,
+        request=row.request,
+        error=row.error or None,
+        pid=row.pid,
+        attempts=row.attempts,
+    )
 
 
 def finished_row(
@@ -91,34 +86,33 @@ def finished_row(
 ) -> JobRow:
     """The row after its child ended: outcome from the exit (a timeout or a drain is a failure), the run
     record's id and status when the child recorded one."""
+    outcome: JobOutcome
     if not result.started or result.timed_out or result.drained:
         outcome = "failure"
     else:
         outcome = outcome_of_exit(result.exit_code)
-    doc: dict[str, Any] = {
-        "outcome": outcome, "exit_code": result.exit_code, "duration_ms": result.duration_ms,
-    }
+    doc = JobResult(
+        outcome=outcome, exit_code=result.exit_code, duration_ms=result.duration_ms, output=output,
+    )
     record = store.runs.by_submission_id(row.job_id) if store is not None else None
     if record is not None:
-        doc["run_id"], doc["status"] = record.run_id, record.status
-    if output is not None:
-        doc["output"] = output
+        doc.run_id, doc.status = record.run_id, record.status
     error = None
     if not result.started:
         error = "the child `rocky run` could not be started (see the server log)"
     elif result.drained:
-        doc["drained"] = True
+        doc.drained = True
         error = "terminated by the server's shutdown drain; not retried"
     elif result.timed_out:
-        doc["timed_out"] = True
+        doc.timed_out = True
         error = "exceeded the pipeline's timeout_minutes and was terminated"
     elif outcome == "partial":
         error = "partial success: some models failed (exit 2)"
     elif outcome == "failure":
         error = f"rocky run exited {result.exit_code}"
     return row.with_(
-        state="succeeded" if outcome == "success" else "failed", finished_at=now, result=doc, error=error,
-        pid=result.pid,
+        state="succeeded" if outcome == "success" else "failed", finished_at=now, result=doc.wire(),
+        error=error, pid=result.pid,
     )
 
 
@@ -128,7 +122,7 @@ def recovered_row(store: StateStore, row: JobRow, now: datetime) -> JobRow:
     if record is None:
         return row.with_(
             state="failed", finished_at=now,
-            result={"outcome": "failure", "exit_code": None, "recovered": True},
+            result=JobResult(outcome="failure", exit_code=None, recovered=True).wire(),
             error="the server that launched this job stopped and its child is gone without a run record; "
             "not retried",
         )
@@ -136,8 +130,8 @@ def recovered_row(store: StateStore, row: JobRow, now: datetime) -> JobRow:
     return row.with_(
         state="succeeded" if outcome == "success" else "failed",
         finished_at=record.finished_at or now,
-        result={"outcome": outcome, "exit_code": record.exit_code, "run_id": record.run_id,
-                "status": record.status, "recovered": True},
+        result=JobResult(outcome=outcome, exit_code=record.exit_code, run_id=record.run_id,
+                         status=record.status, recovered=True).wire(),
         error=None if outcome == "success" else f"run {record.run_id} ended {record.status}",
     )
 

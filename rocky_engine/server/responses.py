@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from rocky_engine.wire.base import WireModel, document_text
+from rocky_engine.wire.server import ErrorBody
 
 JSON_TYPE = "application/json"
 
@@ -30,9 +32,10 @@ class BodyTooLarge(Exception):
 
 
 def json_response(
-    doc: Any, status: int = 200, headers: Mapping[str, str] | None = None
+    doc: WireModel | Mapping[str, Any], status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    body = (json.dumps(doc, indent=2, default=str) + "\n").encode()
+    """A JSON document (a wire model, or the JSON-ready dict of one) as the CLI writes it."""
+    body = document_text(doc).encode()
     return Response(body, status_code=status, headers=dict(headers or {}), media_type=JSON_TYPE)
 
 
@@ -41,12 +44,11 @@ def error_response(
     code: str,
     message: str,
     headers: Mapping[str, str] | None = None,
-    **extra: Any,
+    *,
+    job_id: str | None = None,
 ) -> Response:
-    """The contract's error body ``{code, message}`` (plus any extra facts, e.g. the running ``job_id``)."""
-    doc: dict[str, Any] = {"code": code, "message": message}
-    doc.update({k: v for k, v in extra.items() if v is not None})
-    return json_response(doc, status, headers)
+    """The contract's error body ``{code, message}`` (plus the running ``job_id`` of a refused job)."""
+    return json_response(ErrorBody(code=code, message=message, job_id=job_id), status, headers)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

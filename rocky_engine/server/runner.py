@@ -12,7 +12,6 @@ import socket
 
 import uvicorn
 
-from rocky_engine import __version__
 from rocky_engine.errors import RockyError, StateLockedError
 from rocky_engine.logs import get_logger
 from rocky_engine.output import Result
@@ -23,20 +22,13 @@ from rocky_engine.server.drain import Drain, DrainingServer
 from rocky_engine.server.scheduler_loop import SchedulerLoop
 from rocky_engine.server.settings import ServerSettings
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.server import ServeResult
 
 log = get_logger("server")
 
 
-class ServeResult(Result):
-    """``{version, command: "serve", address, scheduler, drained, child_terminated}``, written on exit."""
-
-    version: str = __version__
-    command: str = "serve"
-    address: str
-    scheduler: bool
-    drained: bool = True
-    #: the drain window ran out with a child still running; it was terminated and recorded as failed
-    child_terminated: bool = False
+class ServeOutput(ServeResult, Result):
+    """What ``rocky serve`` writes on exit (the document is ``rocky_engine.wire.server.ServeResult``)."""
 
     def render_table(self) -> str:
         extra = " (a running child was terminated by the drain)" if self.child_terminated else ""
@@ -90,7 +82,7 @@ def _announce(settings: ServerSettings, url: str) -> None:
     )
 
 
-def serve(settings: ServerSettings) -> ServeResult:
+def serve(settings: ServerSettings) -> ServeOutput:
     """Run the server until a signal drains it.
 
     Raises:
@@ -132,4 +124,4 @@ def serve(settings: ServerSettings) -> ServeResult:
         if loop is not None:
             loop.request_stop()
         sock.close()
-    return ServeResult(address=url, scheduler=settings.scheduler, child_terminated=drain.terminated_child)
+    return ServeOutput(address=url, scheduler=settings.scheduler, child_terminated=drain.terminated_child)

@@ -9,13 +9,10 @@ stopped loading (the pipelines shown are then the last good config's). It never 
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rocky_engine import __version__
 from rocky_engine.errors import ConfigError, StateError
 from rocky_engine.schedule.control import spool_listing
 from rocky_engine.schedule.spool import SpoolError
@@ -24,9 +21,11 @@ from rocky_engine.schedule.view import schedule_status
 from rocky_engine.server.context import ServerContext
 from rocky_engine.server.responses import error_response, json_response
 from rocky_engine.state._time import now_utc, rfc3339
+from rocky_engine.wire.schedule import ScheduleDocument, ScheduleStatus, ServerScheduler, TickLockStatus
+from rocky_engine.wire.spool import SpoolResult
 
 
-def schedule_document(ctx: ServerContext) -> dict[str, Any]:
+def schedule_document(ctx: ServerContext) -> ScheduleDocument:
     """The ``/api/v1/schedule`` document.
 
     Raises:
@@ -34,27 +33,22 @@ def schedule_document(ctx: ServerContext) -> dict[str, Any]:
     """
     project = ctx.projects.current()
     now = now_utc()
-    doc: dict[str, Any] = {"version": __version__, "now": rfc3339(now)}
     try:
         project, plan = ctx.projects.plan()
         with ctx.read_store() as store:
-            doc.update(schedule_status(project, store, now, plan))
+            status = schedule_status(project, store, now, plan)
     except ConfigError as exc:
         # An `after` cycle: no pipeline can be resolved, but the lock and the failure are still worth a read.
         lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
-        doc.update(
-            {"tick_lock": {"state": lock.state}, "pipelines": [], "claims": [], "config_error": str(exc)}
-        )
-    if ctx.projects.config_error:
-        doc["config_error"] = ctx.projects.config_error
-    scheduler: dict[str, Any] = {"resident": ctx.settings.scheduler}
+        status = ScheduleStatus(tick_lock=TickLockStatus(state=lock.state), config_error=str(exc))
+    scheduler = ServerScheduler(resident=ctx.settings.scheduler)
     if ctx.settings.scheduler:
-        scheduler["poll_interval_seconds"] = ctx.settings.poll_interval_seconds
-        last = ctx.last_tick.wire(ctx.wall())
-        if last:
-            scheduler["last_tick"] = last
-    doc["scheduler"] = scheduler
-    return doc
+        scheduler.poll_interval_seconds = ctx.settings.poll_interval_seconds
+        scheduler.last_tick = ctx.last_tick.wire(ctx.wall())
+    return ScheduleDocument(
+        now=rfc3339(now), tick_lock=status.tick_lock, pipelines=status.pipelines, claims=status.claims,
+        config_error=ctx.projects.config_error or status.config_error, scheduler=scheduler,
+    )
 
 
 async def get_schedule(request: Request) -> Response:
@@ -69,8 +63,8 @@ async def get_schedule(request: Request) -> Response:
 async def get_spool(request: Request) -> Response:
     ctx: ServerContext = request.app.state.ctx
 
-    def listing() -> dict[str, Any]:
-        return spool_listing(ctx.projects.current().dot_rocky).wire()
+    def listing() -> SpoolResult:
+        return spool_listing(ctx.projects.current().dot_rocky)
 
     try:
         doc = await run_in_threadpool(listing)

@@ -32,6 +32,7 @@ from rocky_engine.server.responses import BodyTooLarge, error_response, json_res
 from rocky_engine.server.settings import MAX_WEBHOOK_BODY_BYTES
 from rocky_engine.server.signatures import verify
 from rocky_engine.state._time import now_utc
+from rocky_engine.wire.server import DemandAnswer
 
 log = get_logger("server")
 
@@ -93,7 +94,7 @@ async def _trigger(ctx: ServerContext, request: Request) -> Response:
         log.error("webhook for %s not accepted: %s", pipeline, exc)
         return error_response(503, "spool_unavailable", f"{exc}")
     if written.status == "duplicate":
-        return json_response({"demand": "duplicate"}, 202)
+        return json_response(DemandAnswer(demand="duplicate"), 202)
     log.info("webhook demand %s accepted for %s%s", written.demand_uid, pipeline,
              f" (delivery {delivery})" if delivery else "")
-    return json_response({"demand": "accepted", "demand_uid": written.demand_uid}, 202)
+    return json_response(DemandAnswer(demand="accepted", demand_uid=written.demand_uid), 202)

@@ -19,7 +19,7 @@ def make(**keys: Any) -> Assertion:
 
 
 def check(wh: DuckDbAdapter, **keys: Any) -> dict[str, Any]:
-    return run_assertion(wh, make(**keys), wh.qualified("shop", "orders"), NOW)
+    return run_assertion(wh, make(**keys), wh.qualified("shop", "orders"), NOW).wire()
 
 
 # (assertion keys, SQL that breaks it, failing rows after the break)
@@ -134,7 +134,7 @@ def test_missing_column_fails_with_the_warehouse_message(wh: DuckDbAdapter) -> N
 
 
 def test_bad_expression_and_missing_parent_are_contained(wh: DuckDbAdapter) -> None:
-    results = run_assertions(
+    checks = run_assertions(
         wh,
         [
             make(type="expression", expression="amount >>> 1"),
@@ -144,6 +144,7 @@ def test_bad_expression_and_missing_parent_are_contained(wh: DuckDbAdapter) -> N
         wh.qualified("shop", "orders"),
         NOW,
     )
+    results = [c.wire() for c in checks]
     assert [r["passed"] for r in results] == [False, False, True]
     assert "error" in results[0]
     assert "ghosts" in results[1]["error"]

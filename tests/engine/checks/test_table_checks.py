@@ -37,7 +37,7 @@ def target(wh: DuckDbAdapter, table: str = "orders", source: str | None = None,
 
 def run(wh: DuckDbAdapter, checks: ChecksConfig, tgt: CheckTarget,
         baseline: Any = None) -> list[dict[str, Any]]:
-    return run_table_checks(wh, checks, tgt, baseline=baseline, now=NOW).result.checks
+    return run_table_checks(wh, checks, tgt, baseline=baseline, now=NOW).result.wire()["checks"]
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_row_count_on_a_separate_source_session(copy: DuckDbAdapter, tmp_path: P
 
 def test_row_count_without_source_just_counts(wh: DuckDbAdapter) -> None:
     outcome = run_table_checks(wh, config(row_count=True), target(wh), baseline=None, now=NOW)
-    assert outcome.result.checks == [
+    assert outcome.result.wire()["checks"] == [
         {"name": "row_count", "passed": True, "severity": "error", "target_count": 4}
     ]
     assert outcome.row_count == 4
@@ -84,7 +84,7 @@ def test_row_count_without_source_just_counts(wh: DuckDbAdapter) -> None:
 
 def test_row_count_of_a_missing_table_fails_with_error(wh: DuckDbAdapter) -> None:
     outcome = run_table_checks(wh, config(row_count=True), target(wh, "ghost"), baseline=None, now=NOW)
-    [res] = outcome.result.checks
+    [res] = outcome.result.wire()["checks"]
     assert res["passed"] is False and "ghost" in res["error"]
     assert outcome.row_count is None and outcome.error_failed()
 
@@ -193,7 +193,7 @@ def test_disabled_checks_run_nothing(wh: DuckDbAdapter) -> None:
     checks = config(enabled=False, row_count=True, assertions=[{"table": "orders", "type": "unique",
                                                                   "column": "id"}])
     outcome = run_table_checks(wh, checks, target(wh), baseline=lambda k: [1, 1, 1], now=NOW)
-    assert outcome.result.checks == [] and outcome.row_count is None and not outcome.error_failed()
+    assert outcome.result.wire()["checks"] == [] and outcome.row_count is None and not outcome.error_failed()
 
 
 def test_order_assertion_matching_and_gate(wh: DuckDbAdapter) -> None:
@@ -209,11 +209,11 @@ def test_order_assertion_matching_and_gate(wh: DuckDbAdapter) -> None:
         ],
     )
     outcome = run_table_checks(wh, checks, target(wh), baseline=None, now=NOW)
-    assert [c["name"] for c in outcome.result.checks] == [
+    assert [c["name"] for c in outcome.result.wire()["checks"]] == [
         "row_count", "null_rate", "c", "unique_id", "accepted_values_status"
     ]
     assert outcome.result.asset_key == ["duckdb", "shop", "orders"]
-    assert [c["name"] for c in outcome.failed()] == ["accepted_values_status"]
+    assert [c.name for c in outcome.failed()] == ["accepted_values_status"]
     assert not outcome.error_failed()  # only a warning failed
     wh.execute("INSERT INTO shop.orders (id) VALUES (1)")
     assert run_table_checks(wh, checks, target(wh), baseline=None, now=NOW).error_failed()
@@ -268,7 +268,7 @@ def test_anomaly_with_planted_history(wh: DuckDbAdapter, store: StateStore, warn
     assert "dropped to 4" in anomaly.reason
     assert any("row count anomaly detected" in m and "wh.shop.orders" in m for m in warnings)
     # Anomalies are advisory: the row_count check itself passes.
-    assert outcome.result.checks[0]["passed"] is True and not outcome.error_failed()
+    assert outcome.result.wire()["checks"][0]["passed"] is True and not outcome.error_failed()
 
 
 def test_anomaly_threshold_and_history_minimum(wh: DuckDbAdapter, store: StateStore,

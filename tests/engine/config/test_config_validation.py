@@ -9,7 +9,7 @@ import pytest
 
 from rocky_engine.config import RockyConfig, load_config
 from rocky_engine.config.validation import (
-    ValidateResult,
+    ValidateOutput,
     ValidationMessage,
     cron_problem,
     run_validation,
@@ -396,11 +396,11 @@ def test_result_json_always_has_lists(tmp_path: Path) -> None:
 
 
 def test_result_rendering() -> None:
-    ok = ValidateResult(valid=True, adapters=["default"], models=2)
+    ok = ValidateOutput(valid=True, adapters=["default"], models=2)
     assert ok.exit_code() == 0
     assert ok.render_table() == "✓ config valid: 1 adapter(s), 0 pipeline(s), 2 model(s)\n"
     warn = ValidationMessage(severity="warning", code="V012", message="w", field="hook.on_x")
-    bad = ValidateResult(
+    bad = ValidateOutput(
         valid=False, messages=[ValidationMessage(severity="error", code="V006", message="m", field="f"), warn]
     )
     assert bad.render_table() == (

@@ -108,7 +108,7 @@ def test_limits_smaller_wins_and_defaults() -> None:
     empty = effective_limits(ConnectorLimits(), ConnectorLimits())
     assert (empty.wall_time_secs, empty.output_bytes) == (DEFAULT_WALL_TIME_SECS, DEFAULT_OUTPUT_BYTES)
     assert empty.cpu_time_secs is None and empty.memory_bytes is None
-    assert empty.request() == {"wall_time_secs": 3600, "output_bytes": 5 * 1024**3}
+    assert empty.request().wire() == {"wall_time_secs": 3600, "output_bytes": 5 * 1024**3}
 
 
 @pytest.mark.parametrize(

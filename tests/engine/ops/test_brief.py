@@ -164,7 +164,7 @@ def test_an_unreadable_store_makes_every_section_unavailable(tmp_path: Path) -> 
     (tmp_path / "models" / ".rocky-state.db").write_text("garbage" * 500)
     brief = build_brief(load_project(config), since_spec="24h", now=NOW)
     assert brief.runs.availability == "unavailable"
-    assert brief.scheduler["availability"] == "unavailable"
+    assert brief.scheduler.availability == "unavailable"
     assert "*Runs* — unavailable: state store at" in brief.render_md()
 
 

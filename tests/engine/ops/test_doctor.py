@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.ops.doctor import DoctorResult, run_doctor
+from rocky_engine.ops.doctor import run_doctor
 from rocky_engine.state._time import to_db
 from rocky_engine.state.schema import SCHEMA_VERSION
 from rocky_engine.state.store import StateStore
+from rocky_engine.wire.doctor import DoctorResult
 from tests.engine.hooks.kit import BAD_SQL, GOOD_SQL, make_project, receiver, run_in_process
 
 SCHEDULED = """

@@ -235,10 +235,10 @@ def test_scheduler_stop_event_leaves_the_rest_not_run() -> None:
 
 @pytest.mark.parametrize(
     ("severity", "fail_on_error", "status", "gate"),
-    [("error", "true", "PartialFailure", True), ("warning", "true", "Success", None),
-     ("error", "false", "Success", None)],
+    [("error", "true", "PartialFailure", True), ("warning", "true", "Success", False),
+     ("error", "false", "Success", False)],
 )
-def test_check_gate(rp: ReplicationProject, severity: str, fail_on_error: str, status: str, gate: bool | None
+def test_check_gate(rp: ReplicationProject, severity: str, fail_on_error: str, status: str, gate: bool
                     ) -> None:
     rp.configure(sections=f"""
         [pipeline.raw.checks]
@@ -255,7 +255,7 @@ def test_check_gate(rp: ReplicationProject, severity: str, fail_on_error: str, s
     assert out.status == status
     assert out.check_gate_failed is gate
     assert out.tables_copied == 1 and not out.errors
-    checks = {c["name"]: c for c in out.check_results[0].checks}
+    checks = {c["name"]: c for c in out.check_results[0].wire()["checks"]}
     assert checks["row_count"]["passed"] is True
     assert checks["no_big_ids"]["passed"] is False
     with rp.store() as store:
@@ -281,7 +281,7 @@ def test_checks_fire_their_lifecycle_events_per_table(rp: ReplicationProject) ->
 def test_no_checks_configured_means_no_check_results(rp: ReplicationProject) -> None:
     rp.source_table("src__orders", "orders", rows=2)
     out = rp.run()
-    assert out.check_results == [] and out.check_gate_failed is None
+    assert out.check_results == [] and out.check_gate_failed is False
 
 
 def test_an_aborting_hook_stops_scheduling(rp: ReplicationProject) -> None:

@@ -175,8 +175,8 @@ def test_schema_wide_tables_and_assertion_matching(shop: WarehouseProject) -> No
     out = shop.run(pipeline="dq")
     assert out.status == "Success"
     assert [r.asset_key for r in out.check_results] == [["wh", "shop", "customers"], ["wh", "shop", "orders"]]
-    assert [c["name"] for c in out.check_results[0].checks] == ["row_count", "not_null_name"]
-    assert [c["name"] for c in out.check_results[1].checks] == ["row_count"]
+    assert [c.name for c in out.check_results[0].checks] == ["row_count", "not_null_name"]
+    assert [c.name for c in out.check_results[1].checks] == ["row_count"]
     assert out.execution.tables_processed == 2
 
 
@@ -209,7 +209,7 @@ def test_freshness_uses_the_replication_timestamp_column(shop: WarehouseProject)
     out = shop.run(pipeline="dq")
     customers, orders = out.check_results
     assert customers.checks == []  # no _fivetran_synced column: freshness does not apply
-    [fresh] = orders.checks
+    [fresh] = orders.wire()["checks"]
     assert fresh["name"] == "freshness" and fresh["passed"] is False and fresh["lag_seconds"] > 60
     assert out.status == "Failure" and out.check_gate_failed
 
@@ -224,7 +224,7 @@ def test_freshness_reads_the_configured_timestamp_column(shop: WarehouseProject)
             extra='timestamp_column = "loaded_at"\n')
     out = shop.run(pipeline="dq")
     customers, orders = out.check_results
-    [fresh] = customers.checks
+    [fresh] = customers.wire()["checks"]
     assert fresh["name"] == "freshness" and fresh["passed"] is True and fresh["lag_seconds"] < 3600
     assert orders.checks == []  # no loaded_at: freshness does not apply, _fivetran_synced is not used
     assert out.status == "Success" and out.check_gate_failed is False

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rocky_engine.run.output import RunOutput, TableCheckResult
+from rocky_engine.run.output import RunOutput
+from rocky_engine.wire.checks import TableCheckResult
 
 
 def _checks() -> list[TableCheckResult]:

@@ -46,7 +46,7 @@ def history(wp: WarehouseProject, run_id: str) -> list[tuple[str, str, bool, obj
 def test_no_checks_configured_runs_no_checks(wp: WarehouseProject) -> None:
     shop(wp)
     out = wp.run()
-    assert out.status == "Success" and out.check_results == [] and out.check_gate_failed is None
+    assert out.status == "Success" and out.check_results == [] and out.check_gate_failed is False
     assert history(wp, out.run_id or "") == []
 
 
@@ -54,10 +54,10 @@ def test_checks_run_on_built_tables_only_in_dag_order(wp: WarehouseProject) -> N
     shop(wp)
     with_checks(wp, "row_count = true\n")
     out = wp.run()
-    assert out.status == "Success" and out.check_gate_failed is None
+    assert out.status == "Success" and out.check_gate_failed is False
     # The view holds no data of its own and the ephemeral model is never materialized.
     five = [{"name": "row_count", "passed": True, "severity": "error", "target_count": 5}]
-    assert [(r.asset_key, r.checks) for r in out.check_results] == [
+    assert [(r.asset_key, r.wire()["checks"]) for r in out.check_results] == [
         (["wh", "main", "base"], five),
         (["wh", "main", "fct"], five),
     ]
@@ -96,16 +96,16 @@ def test_warning_failure_is_advisory(wp: WarehouseProject) -> None:
     assert res.returncode == 0, res.stderr
     assert "warning: check not_null_v failed on model fct (wh.main.fct)\n" in res.stderr
     out = wp.run()
-    assert out.status == "Success" and out.check_gate_failed is None
-    assert out.check_results[0].checks[0]["passed"] is False
+    assert out.status == "Success" and out.check_gate_failed is False
+    assert out.check_results[0].checks[0].passed is False
 
 
 def test_fail_on_error_false_keeps_the_run_successful(wp: WarehouseProject) -> None:
     shop(wp)
     with_checks(wp, "fail_on_error = false\n" + NOT_NULL_FCT.format(severity="error"))
     out = wp.run()
-    assert out.status == "Success" and out.exit_code() == 0 and out.check_gate_failed is None
-    assert out.check_results[0].checks[0]["passed"] is False
+    assert out.status == "Success" and out.exit_code() == 0 and out.check_gate_failed is False
+    assert out.check_results[0].checks[0].passed is False
 
 
 def test_disabled_checks_do_not_run(wp: WarehouseProject) -> None:
@@ -120,7 +120,7 @@ def test_failed_model_is_not_checked_and_model_flag_limits_checks(wp: WarehouseP
     wp.model("broken", "SELECT nope FROM base")
     with_checks(wp, "row_count = true\n")
     out = wp.run()
-    assert out.status == "PartialFailure" and out.check_gate_failed is None
+    assert out.status == "PartialFailure" and out.check_gate_failed is False
     assert [r.asset_key[-1] for r in out.check_results] == ["base", "fct"]
     only = wp.run(model="fct")
     assert [r.asset_key[-1] for r in only.check_results] == ["fct"]
@@ -136,7 +136,7 @@ def test_freshness_reads_the_incremental_timestamp_column(wp: WarehouseProject) 
     out = wp.run()
     [result] = out.check_results
     assert result.asset_key == ["wh", "main", "events"]
-    [fresh] = result.checks
+    [fresh] = result.wire()["checks"]
     assert fresh["name"] == "freshness" and fresh["passed"] is False and fresh["lag_seconds"] > 60
     assert out.status == "PartialFailure" and out.check_gate_failed is True
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 REQUIRED = {
     "version", "command", "status", "filter", "duration_ms", "tables_copied", "tables_failed",
     "materializations", "check_results", "execution", "metrics", "permissions", "drift", "interrupted",
+    "check_gate_failed",
 }
 RUN_ID = re.compile(r"^run-\d{8}-\d{6}-\d{3}$")
 PLAYGROUND = Path(__file__).resolve().parents[3] / "examples" / "playground"

@@ -21,7 +21,7 @@ def test_not_applicable_without_schedules(tmp_path: Path) -> None:
     health = scheduler_health(project, T0)
     assert not health.applicable and health.status == "healthy"
     with StateStore.open(project.state_path(), writer=False) as store:
-        assert scheduler_brief(project, store, None) == {"availability": "not_applicable"}
+        assert scheduler_brief(project, store, None).wire() == {"availability": "not_applicable"}
 
 
 def test_never_ticked_is_a_warning(tmp_path: Path) -> None:
@@ -82,8 +82,8 @@ def test_brief_section_lists_holds_streaks_and_incidents(tmp_path: Path) -> None
     clock.advance(minutes=6)
     rec.tick(project)
     with StateStore.open(project.state_path(), writer=False) as store:
-        section = scheduler_brief(project, store, since=T0 + timedelta(minutes=1))
-        everything = scheduler_brief(project, store, since=None)
+        section = scheduler_brief(project, store, since=T0 + timedelta(minutes=1)).wire()
+        everything = scheduler_brief(project, store, since=None).wire()
     assert section["availability"] == "available"
     assert section["paused"] == [{"pipeline": "held", "paused_at": "2026-05-02T03:00:00.000Z"}]
     assert [(c["pipeline"], c["consecutive_failures"]) for c in section["consecutive_failures"]] == [("p", 2)]
@@ -113,7 +113,7 @@ def test_schedule_status_reads_stored_state_only(tmp_path: Path) -> None:
         )
     later = T0 + timedelta(hours=3)  # the timer stopped: the projection shows the missed 05:00 slot
     with StateStore.open(project.state_path(), writer=False) as store:
-        status = schedule_status(project, store, later)
+        status = schedule_status(project, store, later).wire()
     assert status["tick_lock"] == {"state": "free"}
     by_name = {p["pipeline"]: p for p in status["pipelines"]}
     raw = by_name["raw"]
@@ -131,7 +131,7 @@ def test_schedule_status_reads_stored_state_only(tmp_path: Path) -> None:
     assert "not a valid cron expression" in by_name["broken"]["config_error"]
     assert [c["claim_key"] for c in status["claims"]] == ["p|after|x"]
     with StateStore.open(project.state_path(), writer=False) as store:
-        soon = schedule_status(project, store, T0 + timedelta(hours=1, minutes=3))
+        soon = schedule_status(project, store, T0 + timedelta(hours=1, minutes=3)).wire()
     assert {p["pipeline"]: p.get("throttle") for p in soon["pipelines"]}["raw"] == {
         "reason": "failure_backoff",
         "resume_at": "2026-05-02T04:05:06.000Z",

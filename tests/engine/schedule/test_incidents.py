@@ -65,9 +65,9 @@ def test_bundle_document_and_name(tmp_path: Path) -> None:
 
 
 def test_resident_pointers_name_the_http_endpoints() -> None:
-    pointers = pointers_for(
+    pointers = [p.wire() for p in pointers_for(
         config_path=Path("r.toml"), submission_id="s9", since=T0, resident=True, run_id="run-1"
-    )
+    )]
     assert {"kind": "job", "url": "/api/v1/jobs/s9"} in pointers
     assert {"kind": "schedule", "url": "/api/v1/schedule"} in pointers
     assert {"kind": "run", "run_id": "run-1"} in pointers

@@ -40,7 +40,7 @@ def test_write_demand_is_durable_and_readable(tmp_path: Path) -> None:
     assert listing.errors == []
     [demand] = listing.demands
     assert (demand.demand_uid, demand.pipeline, demand.accepted_at) == (w.demand_uid, "orders", T0)
-    assert demand.wire()["body_sha256"] == doc["body_sha256"]
+    assert demand.entry().body_sha256 == doc["body_sha256"]
 
 
 def test_delivery_id_dedupes_while_queued_and_24h_after_consumption(tmp_path: Path) -> None:

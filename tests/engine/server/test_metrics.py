@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rocky_engine.schedule.output import Executed, Skipped, TickOutput
+from rocky_engine.schedule.output import TickOutput
 from rocky_engine.server.metrics import Metrics, ScrapeFacts
+from rocky_engine.wire.tick import Executed, Skipped
 from tests.engine.server.kit import SECRET, InProcessServer, sign, simple_project
 
 _LABELS = r'(\{([a-z_]+="([^"\\]|\\.)*",?)+\})?'

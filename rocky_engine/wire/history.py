@@ -1,0 +1,67 @@
+"""The ``rocky history`` documents (CONTRACT section 8) and ``GET /api/v1/runs`` (the same, with the audit
+fields)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rocky_engine import __version__
+from rocky_engine.wire.base import WireModel
+
+
+class HistoryRun(WireModel):
+    """One run in ``rocky history``."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"started_at", "duration_ms", "status", "trigger", "models_executed"}
+    )
+
+    run_id: str
+    started_at: str = ""
+    duration_ms: int = 0
+    status: str = ""
+    trigger: str = ""
+    #: how many models (or tables) the run executed
+    models_executed: int | list[Any] = 0
+    pipeline: str | None = None
+    submission_id: str | None = None
+    # --audit (and the server's runs route)
+    hostname: str | None = None
+    triggering_identity: str | None = None
+    config_hash: str | None = None
+    idempotency_key: str | None = None
+    exit_code: int | None = None
+
+
+class HistoryResult(WireModel):
+    """``{version, command: "history", runs: [...]}``: the newest runs."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "runs"})
+
+    version: str = __version__
+    command: Literal["history"] = "history"
+    runs: list[HistoryRun] = Field(default_factory=list)
+
+
+class ModelExecutionRow(WireModel):
+    """One execution of a model in ``rocky history --model``."""
+
+    run_id: str
+    started_at: str
+    model_name: str
+    duration_ms: int
+    rows_affected: int | None = None
+    status: str
+
+
+class ModelHistoryResult(WireModel):
+    """``{version, command: "history", model, executions: [...]}``."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "executions"})
+
+    version: str = __version__
+    command: Literal["history"] = "history"
+    model: str
+    executions: list[ModelExecutionRow] = Field(default_factory=list)
