@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 #: how long ``interrupt()`` keeps asking when the statement has not reached the server yet
 INTERRUPT_GRACE_S = 5.0
+#: how long ``close()`` lets an interrupted statement take its answer before it closes the channel
+CLOSE_WAIT_S = 10.0
 _DRIVER_MODULES = ("pyspark", "grpc", "google")
 
 
@@ -44,6 +46,7 @@ class SparkConnectSession:
         self._fresh = fresh
         self._spark: SparkSession | None = None
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._busy = 0
         self._closed = False
         self._tag = f"rocky-{uuid.uuid4().hex}"
@@ -80,15 +83,21 @@ class SparkConnectSession:
         try:
             return work(spark)
         except Exception as exc:
-            if not type(exc).__module__.startswith(_DRIVER_MODULES):
+            if self._closed:
+                # close() from another thread stopped the client under this call (grpc then raises a
+                # plain ValueError): the statement is over, whatever the exception says.
+                error = self._closed_error("was closed while the statement ran")
+            elif type(exc).__module__.startswith(_DRIVER_MODULES):
+                error = to_adapter_error(
+                    exc, adapter=self._endpoint.adapter, where=self._endpoint.where, mask=self._endpoint.mask
+                )
+            else:
                 raise
-            error = to_adapter_error(
-                exc, adapter=self._endpoint.adapter, where=self._endpoint.where, mask=self._endpoint.mask
-            )
         finally:
             spark.removeTag(self._tag)
-            with self._lock:
+            with self._idle:
                 self._busy -= 1
+                self._idle.notify_all()
         if error.needs_new_session:
             self.reset()
         raise error
@@ -147,18 +156,16 @@ class SparkConnectSession:
         Never raises and never waits long: the session's client gives up on an unreachable server
         after its short retry budget.
         """
-        if self.busy:
-            self.interrupt()
+        if self.busy and self.interrupt():
+            with self._idle:
+                self._idle.wait_for(lambda: self._busy == 0, timeout=CLOSE_WAIT_S)
         self._closed = True
         self.reset()
 
     def _session(self) -> SparkSession:
         with self._lock:
             if self._closed:
-                raise SparkAdapterError(
-                    f"the Spark Connect session of adapter '{self._endpoint.adapter}' is closed",
-                    failure_kind="unknown",
-                )
+                raise self._closed_error("is closed")
             spark = self._spark
         if spark is None or spark.is_stopped:
             spark = self._opener(self._endpoint, self._fresh)
@@ -166,6 +173,12 @@ class SparkConnectSession:
                 self._spark = spark
                 self.opens += 1
         return spark
+
+
+    def _closed_error(self, what: str) -> SparkAdapterError:
+        return SparkAdapterError(
+            f"the Spark Connect session of adapter '{self._endpoint.adapter}' {what}", failure_kind="unknown"
+        )
 
 
 def _args(params: Sequence[Any] | None) -> list[Any] | None:
