@@ -105,6 +105,10 @@ def open_spark(endpoint: Endpoint, fresh: bool) -> SparkSession:
     for key, value in channel_params(endpoint, fresh_session=fresh).items():
         builder.set(key, value)
     spark = SparkSession.builder.channelBuilder(builder).create()
+    if not fresh and endpoint.session_id is not None:
+        # A configured session id names a server-side session someone else may use too: closing rocky's
+        # client must not release it under them.
+        spark.release_session_on_close = False
     spark.client.set_retry_policies(
         [DefaultPolicy(max_retries=CLIENT_RETRIES, initial_backoff=50, backoff_multiplier=2, max_backoff=500)]
     )

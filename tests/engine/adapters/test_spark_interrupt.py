@@ -8,6 +8,7 @@ tests wait for: a channel closed by the client alone would end the call with gRP
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -111,3 +112,30 @@ def test_interrupt_with_nothing_in_flight_is_a_no_op(spark: SparkConnection) -> 
     worker.query("SELECT 1")
     assert worker.interrupt() == 0
     assert worker.query("SELECT 2") == [(2,)]
+
+
+def test_interrupt_spares_other_clients_of_a_shared_server_session(spark_server: SparkServer) -> None:
+    # A configured session_id can be shared with another client (a notebook on the same session, say):
+    # interrupting rocky's statement must not cancel theirs.
+    sid = str(uuid.uuid4())
+    ours = SparkConnection.open(SparkConnectOptions(remote=spark_server.url, session_id=sid))
+    theirs = SparkConnection.open(SparkConnectOptions(remote=spark_server.url, session_id=sid))
+    try:
+        mine, other = ours.main, theirs.main
+        assert mine.spark.session_id == other.spark.session_id == sid
+        one, one_errors = _in_background(mine, lambda: mine.query(ENDLESS_QUERY))
+        two, two_errors = _in_background(other, lambda: other.query(ENDLESS_QUERY))
+        try:
+            assert mine.interrupt() == 1
+            assert _cancelled(one, one_errors, mine).error_class == "OPERATION_CANCELED"
+            assert other.busy and two.is_alive()
+        finally:
+            other.interrupt()
+        assert _cancelled(two, two_errors, other).error_class == "OPERATION_CANCELED"
+        other.execute("CREATE TEMPORARY VIEW theirs AS SELECT 5 AS x")
+        ours.close()
+        # rocky did not open that server-side session, so closing does not release it under them
+        assert other.query("SELECT x FROM theirs") == [(5,)]
+    finally:
+        ours.close()
+        theirs.close()
