@@ -19,9 +19,8 @@ from rocky_engine.errors import AdapterError
 
 #: error classes whose kind differs from what their SQLSTATE says (prefix match on the dotted class)
 _CONDITION_KINDS: tuple[tuple[str, str], ...] = (
-    # The server forgot the session (restart, idle timeout) or the client closed itself after losing
-    # the server: a new session on the next attempt fixes it.
-    ("INVALID_HANDLE", "connection-failed"),
+    # The client closed itself when the server answered that its session is gone (restart, idle
+    # timeout): a new session fixes it. (INVALID_HANDLE.SESSION_* come with SQLSTATE 08003: class 08.)
     ("NO_ACTIVE_SESSION", "connection-failed"),
     # interruptAll/interruptTag: whoever interrupted knows why; never retried
     ("OPERATION_CANCELED", "unknown"),
@@ -31,7 +30,7 @@ _CONDITION_KINDS: tuple[tuple[str, str], ...] = (
     ("PARSE_SYNTAX_ERROR", "compile-error"),
 )
 #: conditions after which this pyspark session must be replaced before the next statement
-_RESET_CONDITIONS = ("INVALID_HANDLE", "NO_ACTIVE_SESSION", "FAILED_READ_FILE.FILE_NOT_EXIST")
+_RESET_CONDITIONS = ("FAILED_READ_FILE.FILE_NOT_EXIST",)
 _GRPC_KINDS = {
     "UNAVAILABLE": "connection-failed",
     "UNAUTHENTICATED": "auth-failed",

@@ -96,8 +96,9 @@ def test_a_restart_loses_the_session_and_the_next_statement_opens_a_new_one(
     own: OwnServer, connect: Callable[..., SparkConnection]
 ) -> None:
     connection = connect(token=TOKEN)
-    session = connection.session()
+    session, quiet = connection.session(), connection.session()
     session.execute("CREATE TEMPORARY VIEW before_restart AS SELECT 1 AS x")
+    quiet.query("SELECT 1")
     server = own.server
     started = time.monotonic()
     assert server.stop() == 143  # SIGTERM: the JVM's shutdown hooks ran
@@ -114,6 +115,12 @@ def test_a_restart_loses_the_session_and_the_next_statement_opens_a_new_one(
     with pytest.raises(SparkAdapterError) as gone:
         session.query("SELECT x FROM before_restart")
     assert gone.value.error_class == "TABLE_OR_VIEW_NOT_FOUND"
+    # a session that sent nothing while the server was down learns only now that its session is gone
+    with pytest.raises(SparkAdapterError) as changed:
+        quiet.query("SELECT 1")
+    # (pyspark closes its client on the server's SESSION_CHANGED answer and then reports NO_ACTIVE_SESSION)
+    assert (changed.value.failure_kind, changed.value.error_class) == ("connection-failed", "NO_ACTIVE_SESSION")
+    assert quiet.query("SELECT 1") == [(1,)] and quiet.opens == 2
 
 
 _CHILD = textwrap.dedent(
