@@ -19,15 +19,11 @@ from rocky_engine.errors import AdapterError
 
 #: error classes whose kind differs from what their SQLSTATE says (prefix match on the dotted class)
 _CONDITION_KINDS: tuple[tuple[str, str], ...] = (
-    # The client closed itself when the server answered that its session is gone (restart, idle
-    # timeout): a new session fixes it. (INVALID_HANDLE.SESSION_* come with SQLSTATE 08003: class 08.)
-    ("NO_ACTIVE_SESSION", "connection-failed"),
-    # interruptAll/interruptTag: whoever interrupted knows why; never retried
+    # interruptTag: whoever interrupted knows why; never retried (SQLSTATE HY008 says nothing useful)
     ("OPERATION_CANCELED", "unknown"),
     # A session listed the table's files before another session replaced them (Parquet tables): a new
-    # session lists afresh, so the retry succeeds.
+    # session lists afresh, so the retry succeeds. (SQLSTATE KD001 says nothing useful.)
     ("FAILED_READ_FILE.FILE_NOT_EXIST", "transient"),
-    ("PARSE_SYNTAX_ERROR", "compile-error"),
 )
 #: conditions after which this pyspark session must be replaced before the next statement
 _RESET_CONDITIONS = ("FAILED_READ_FILE.FILE_NOT_EXIST",)
