@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from rocky_engine.adapters.spark.capabilities import SparkCapabilities, merge_supported, table_format
 from rocky_engine.adapters.spark.connection import SparkConnection
 from rocky_engine.adapters.spark.errors import SparkAdapterError
-from rocky_engine.adapters.spark.options import SparkConnectOptions
-from tests.fixtures.spark_server import SPARK_VERSION, SparkServer
+from tests.fixtures.spark_server import SPARK_VERSION
 
 
-@pytest.fixture
-def spark(spark_server: SparkServer) -> Iterator[SparkConnection]:
-    connection = SparkConnection.open(SparkConnectOptions(remote=spark_server.url))
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
-def test_probe_reports_the_parquet_level_of_a_plain_spark(spark: SparkConnection) -> None:
-    caps = spark.capabilities()
+def test_probe_reports_the_parquet_level_of_a_plain_spark(spark_connection: SparkConnection) -> None:
+    caps = spark_connection.capabilities()
     assert caps == SparkCapabilities(
         spark_version=SPARK_VERSION,
         catalog="spark_catalog",
@@ -49,8 +37,10 @@ def test_what_each_level_implies(table_format: str, cache: int | None, atomic: b
     assert (caps.atomic_replace, caps.stale_reads) == (atomic, stale)
 
 
-def test_merge_probe_plans_without_touching_the_table(spark: SparkConnection, spark_schema: str) -> None:
-    main = spark.main
+def test_merge_probe_plans_without_touching_the_table(
+    spark_connection: SparkConnection, spark_schema: str
+) -> None:
+    main = spark_connection.main
     main.execute(f"CREATE TABLE {spark_schema}.t USING parquet AS SELECT id FROM range(4)")
     main.execute(f"CREATE VIEW {spark_schema}.v AS SELECT id FROM {spark_schema}.t")
     before = main.query(f"SHOW TABLES IN {spark_schema}")
@@ -69,14 +59,16 @@ def test_merge_probe_plans_without_touching_the_table(spark: SparkConnection, sp
     )
 
 
-def test_merge_probe_of_a_missing_table_is_not_found(spark: SparkConnection, spark_schema: str) -> None:
+def test_merge_probe_of_a_missing_table_is_not_found(
+    spark_connection: SparkConnection, spark_schema: str
+) -> None:
     with pytest.raises(SparkAdapterError) as info:
-        merge_supported(spark.main, f"{spark_schema}.missing")
+        merge_supported(spark_connection.main, f"{spark_schema}.missing")
     assert (info.value.failure_kind, info.value.error_class) == ("not-found", "TABLE_OR_VIEW_NOT_FOUND")
 
 
-def test_table_format_reads_the_provider(spark: SparkConnection, spark_schema: str) -> None:
-    main = spark.main
+def test_table_format_reads_the_provider(spark_connection: SparkConnection, spark_schema: str) -> None:
+    main = spark_connection.main
     main.execute(f"CREATE TABLE {spark_schema}.p USING parquet AS SELECT 1 AS a")
     main.execute(f"CREATE TABLE {spark_schema}.j USING json AS SELECT 1 AS a")
     main.execute(f"CREATE VIEW {spark_schema}.v AS SELECT 1 AS a")

@@ -6,7 +6,6 @@ import datetime as dt
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pyarrow as pa
@@ -25,17 +24,8 @@ pytestmark = pytest.mark.spark
 ENDLESS = "SELECT count(*) FROM range(0, 1000000000000000, 1, 1) WHERE sha2(CAST(id AS STRING), 256) = 'x'"
 
 
-@pytest.fixture
-def spark(spark_server: SparkServer) -> Iterator[SparkConnection]:
-    connection = SparkConnection.open(SparkConnectOptions(remote=spark_server.url, adapter="lake"))
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
-def test_query_returns_tuples_of_python_values(spark: SparkConnection) -> None:
-    rows = spark.main.query(
+def test_query_returns_tuples_of_python_values(spark_connection: SparkConnection) -> None:
+    rows = spark_connection.main.query(
         "SELECT 1 AS i, 'x' AS s, CAST(1.50 AS DECIMAL(5, 2)) AS d, TIMESTAMP'2024-01-02 03:04:05' AS ts, "
         "DATE'2024-01-02' AS day, true AS b, NULL AS n, 2.5D AS f"
     )
@@ -54,15 +44,15 @@ def test_query_returns_tuples_of_python_values(spark: SparkConnection) -> None:
     assert rows[0][3].utcoffset() == dt.timedelta(0)  # UTC-aware, whatever the client's time zone
 
 
-def test_positional_parameters_bind_values_not_text(spark: SparkConnection) -> None:
-    rows = spark.main.query("SELECT ? AS a, ? AS b, 'what?' AS c", [41, "it's ? here"])
+def test_positional_parameters_bind_values_not_text(spark_connection: SparkConnection) -> None:
+    rows = spark_connection.main.query("SELECT ? AS a, ? AS b, 'what?' AS c", [41, "it's ? here"])
     assert rows == [(41, "it's ? here", "what?")]
 
 
 def test_commands_run_eagerly_and_query_arrow_keeps_the_schema(
-    spark: SparkConnection, spark_schema: str
+    spark_connection: SparkConnection, spark_schema: str
 ) -> None:
-    main = spark.main
+    main = spark_connection.main
     assert (
         main.execute(f"CREATE TABLE {spark_schema}.t USING parquet AS SELECT id, id * 2 AS v FROM range(5)")
         is None
@@ -75,9 +65,11 @@ def test_commands_run_eagerly_and_query_arrow_keeps_the_schema(
     assert main.query(f"SELECT count(*) FROM {spark_schema}.t WHERE id > ?", [3]) == [(2,)]
 
 
-def test_statement_errors_are_one_line_adapter_errors_with_their_kind(spark: SparkConnection) -> None:
+def test_statement_errors_are_one_line_adapter_errors_with_their_kind(
+    spark_connection: SparkConnection,
+) -> None:
     with pytest.raises(SparkAdapterError) as info:
-        spark.main.query("SELECT * FROM no_such_schema.no_such_table")
+        spark_connection.main.query("SELECT * FROM no_such_schema.no_such_table")
     error = info.value
     assert (error.failure_kind, error.error_class, error.sqlstate) == (
         "not-found",
@@ -91,28 +83,28 @@ def test_statement_errors_are_one_line_adapter_errors_with_their_kind(spark: Spa
 
 
 def test_a_failed_statement_prints_nothing_of_its_own(
-    spark: SparkConnection, capfd: pytest.CaptureFixture[str]
+    spark_connection: SparkConnection, capfd: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SparkAdapterError):
-        spark.main.query("SELECT * FROM no_such_table_here")
+        spark_connection.main.query("SELECT * FROM no_such_table_here")
     out, err = capfd.readouterr()
     # pyspark would log a JSON record with the whole JVM stack trace on stderr; rocky reports errors once
     assert "no_such_table_here" not in out + err
 
 
-def test_errors_that_are_not_the_drivers_pass_through_unchanged(spark: SparkConnection) -> None:
+def test_errors_that_are_not_the_drivers_pass_through_unchanged(spark_connection: SparkConnection) -> None:
     with pytest.raises(ZeroDivisionError):
-        spark.main.run(lambda _spark: 1 // 0)
+        spark_connection.main.run(lambda _spark: 1 // 0)
 
 
-def test_each_worker_has_its_own_server_side_session(spark: SparkConnection) -> None:
-    first, second = spark.session(), spark.session()
+def test_each_worker_has_its_own_server_side_session(spark_connection: SparkConnection) -> None:
+    first, second = spark_connection.session(), spark_connection.session()
     first.execute("CREATE TEMPORARY VIEW mine AS SELECT 7 AS x")
     assert first.query("SELECT x FROM mine") == [(7,)]
     with pytest.raises(SparkAdapterError) as info:
         second.query("SELECT x FROM mine")
     assert info.value.error_class == "TABLE_OR_VIEW_NOT_FOUND"
-    assert len({first.spark.session_id, second.spark.session_id, spark.main.spark.session_id}) == 3
+    assert len({first.spark.session_id, second.spark.session_id, spark_connection.main.spark.session_id}) == 3
 
 
 def test_the_configured_session_id_is_the_main_sessions_only(spark_server: SparkServer) -> None:
@@ -125,8 +117,8 @@ def test_the_configured_session_id_is_the_main_sessions_only(spark_server: Spark
         connection.close()
 
 
-def test_sessions_run_statements_at_the_same_time(spark: SparkConnection) -> None:
-    slow, quick = spark.session(), spark.session()
+def test_sessions_run_statements_at_the_same_time(spark_connection: SparkConnection) -> None:
+    slow, quick = spark_connection.session(), spark_connection.session()
     errors: list[SparkAdapterError] = []
 
     def run_slow() -> None:
@@ -148,15 +140,15 @@ def test_sessions_run_statements_at_the_same_time(spark: SparkConnection) -> Non
     assert [e.error_class for e in errors] == ["OPERATION_CANCELED"]
 
 
-def test_close_closes_every_session_and_later_statements_say_so(spark: SparkConnection) -> None:
-    worker = spark.session()
+def test_close_closes_every_session_and_later_statements_say_so(spark_connection: SparkConnection) -> None:
+    worker = spark_connection.session()
     worker.query("SELECT 1")
     pyspark_session = worker.spark
-    spark.close()
-    assert pyspark_session.is_stopped and worker.closed and spark.main.closed
+    spark_connection.close()
+    assert pyspark_session.is_stopped and worker.closed and spark_connection.main.closed
     with pytest.raises(SparkAdapterError, match="the Spark Connect session of adapter 'lake' is closed"):
         worker.query("SELECT 1")
-    spark.close()  # idempotent
+    spark_connection.close()  # idempotent
 
 
 def test_an_unreachable_server_fails_at_open_fast_with_the_address(spark_server: SparkServer) -> None:
@@ -177,9 +169,9 @@ def test_an_unreachable_server_fails_at_open_fast_with_the_address(spark_server:
 
 
 def test_a_stale_file_listing_is_transient_and_a_new_session_reads_the_new_files(
-    spark: SparkConnection, spark_schema: str
+    spark_connection: SparkConnection, spark_schema: str
 ) -> None:
-    reader, writer = spark.session(), spark.session()
+    reader, writer = spark_connection.session(), spark_connection.session()
     table = f"{spark_schema}.shared"
     writer.execute(f"CREATE TABLE {table} USING parquet AS SELECT id FROM range(10)")
     assert reader.query(f"SELECT count(*) FROM {table}") == [(10,)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -25,15 +25,6 @@ pytestmark = pytest.mark.spark
 ENDLESS_QUERY = (
     "SELECT count(*) AS n FROM range(0, 1000000000000000, 1, 1) WHERE sha2(CAST(id AS STRING), 256) = 'x'"
 )
-
-
-@pytest.fixture
-def spark(spark_server: SparkServer) -> Iterator[SparkConnection]:
-    connection = SparkConnection.open(SparkConnectOptions(remote=spark_server.url))
-    try:
-        yield connection
-    finally:
-        connection.close()
 
 
 def _in_background(
@@ -65,8 +56,10 @@ def _cancelled(
     return errors[0]
 
 
-def test_interrupt_cancels_a_ctas_and_leaves_no_table(spark: SparkConnection, spark_schema: str) -> None:
-    worker = spark.session()
+def test_interrupt_cancels_a_ctas_and_leaves_no_table(
+    spark_connection: SparkConnection, spark_schema: str
+) -> None:
+    worker = spark_connection.session()
     target = f"{spark_schema}.big"
     thread, errors = _in_background(
         worker, lambda: worker.execute(f"CREATE TABLE {target} USING parquet AS {ENDLESS_QUERY}")
@@ -79,13 +72,13 @@ def test_interrupt_cancels_a_ctas_and_leaves_no_table(spark: SparkConnection, sp
         "unknown",
     )
     assert str(error) == "[OPERATION_CANCELED] Operation has been canceled. SQLSTATE: HY008"
-    assert spark.main.query(f"SHOW TABLES IN {spark_schema}") == []
+    assert spark_connection.main.query(f"SHOW TABLES IN {spark_schema}") == []
     # the session stays usable, on the same server-side session
     assert worker.query("SELECT 1") == [(1,)] and worker.opens == 1
 
 
-def test_close_interrupts_what_still_runs_before_it_stops(spark: SparkConnection) -> None:
-    worker = spark.session()
+def test_close_interrupts_what_still_runs_before_it_stops(spark_connection: SparkConnection) -> None:
+    worker = spark_connection.session()
     thread, errors = _in_background(worker, lambda: worker.query(ENDLESS_QUERY))
     worker.close()
     error = _cancelled(thread, errors, worker)
@@ -93,8 +86,8 @@ def test_close_interrupts_what_still_runs_before_it_stops(spark: SparkConnection
     assert worker.closed
 
 
-def test_interrupt_cancels_only_its_own_sessions_statement(spark: SparkConnection) -> None:
-    first, second = spark.session(), spark.session()
+def _interrupt_only_the_first(first: SparkConnectSession, second: SparkConnectSession) -> None:
+    """Both run an endless query; interrupting ``first`` must leave ``second``'s running."""
     one, one_errors = _in_background(first, lambda: first.query(ENDLESS_QUERY))
     two, two_errors = _in_background(second, lambda: second.query(ENDLESS_QUERY))
     try:
@@ -106,8 +99,12 @@ def test_interrupt_cancels_only_its_own_sessions_statement(spark: SparkConnectio
     assert _cancelled(two, two_errors, second).error_class == "OPERATION_CANCELED"
 
 
-def test_interrupt_with_nothing_in_flight_is_a_no_op(spark: SparkConnection) -> None:
-    worker = spark.session()
+def test_interrupt_cancels_only_its_own_sessions_statement(spark_connection: SparkConnection) -> None:
+    _interrupt_only_the_first(spark_connection.session(), spark_connection.session())
+
+
+def test_interrupt_with_nothing_in_flight_is_a_no_op(spark_connection: SparkConnection) -> None:
+    worker = spark_connection.session()
     assert worker.interrupt() == 0  # never opened
     worker.query("SELECT 1")
     assert worker.interrupt() == 0
@@ -123,15 +120,7 @@ def test_interrupt_spares_other_clients_of_a_shared_server_session(spark_server:
     try:
         mine, other = ours.main, theirs.main
         assert mine.spark.session_id == other.spark.session_id == sid
-        one, one_errors = _in_background(mine, lambda: mine.query(ENDLESS_QUERY))
-        two, two_errors = _in_background(other, lambda: other.query(ENDLESS_QUERY))
-        try:
-            assert mine.interrupt() == 1
-            assert _cancelled(one, one_errors, mine).error_class == "OPERATION_CANCELED"
-            assert other.busy and two.is_alive()
-        finally:
-            other.interrupt()
-        assert _cancelled(two, two_errors, other).error_class == "OPERATION_CANCELED"
+        _interrupt_only_the_first(mine, other)
         other.execute("CREATE TEMPORARY VIEW theirs AS SELECT 5 AS x")
         ours.close()
         # rocky did not open that server-side session, so closing does not release it under them
