@@ -100,9 +100,8 @@ def test_a_restart_loses_the_session_and_the_next_statement_opens_a_new_one(
     session.execute("CREATE TEMPORARY VIEW before_restart AS SELECT 1 AS x")
     quiet.query("SELECT 1")
     server = own.server
-    started = time.monotonic()
-    assert server.stop() == 143  # SIGTERM: the JVM's shutdown hooks ran
-    assert time.monotonic() - started < 20  # measured under 1 s; this is the fixture's whole stop budget
+    # SIGTERM: the JVM ran its shutdown hooks (measured under 1 s; -9 means the fixture had to kill it)
+    assert server.stop() == 143, server.log_tail()
     with pytest.raises(SparkAdapterError) as info:
         session.query("SELECT 1")
     assert info.value.failure_kind == "connection-failed"
