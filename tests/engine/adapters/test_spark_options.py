@@ -110,3 +110,17 @@ def test_extra_headers_and_a_user_agent_of_ones_own_pass_through() -> None:
         SparkConnectOptions(remote="sc://h/;user_agent=etl", headers=(("x-databricks-org-id", "42"),))
     )
     assert dict(endpoint.params) == {"user_agent": "etl", "x-databricks-org-id": "42"}
+
+
+def test_importing_the_spark_layer_loads_no_driver() -> None:
+    import subprocess
+    import sys
+
+    modules = ["rocky_engine.cli.main"] + [
+        f"rocky_engine.adapters.spark.{m}" for m in ("connection", "session", "capabilities", "errors")
+    ]
+    drivers = {"pyspark", "grpc", "pandas", "pyarrow", "py4j"}
+    loaded = "{m.split('.')[0] for m in sys.modules}"
+    code = f"import sys, {', '.join(modules)}; print(sorted({loaded} & {drivers!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
