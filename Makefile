@@ -35,6 +35,7 @@ test: venv test-deps
 
 test-deps:
 	bash scripts/install-test-deps.sh
+	bash scripts/install-spark.sh $(BIN)/python
 
 lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples

@@ -3,4 +3,9 @@
 from __future__ import annotations
 
 # A list on purpose: other fixture modules (S3, Redis, ...) are appended here.
-pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.s3", "tests.fixtures.redis"]
+pytest_plugins = [
+    "tests.fixtures.postgres",
+    "tests.fixtures.s3",
+    "tests.fixtures.redis",
+    "tests.fixtures.spark",
+]
