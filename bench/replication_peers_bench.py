@@ -69,7 +69,14 @@ def _tail(path: Path) -> str:
     return (errors or lines or ["(no output)"])[-1].strip()[:300]
 
 
+#: a pass still running after this long has hung (Sling 1.4.11 once stopped on the 200th stream of the
+#: small variant with its duckdb CLI idle); `timeout` kills it and the configuration is reported as failed
+PASS_TIMEOUT_S = 1800
+
+
 def _check(config: Config, source: Source, phase: str, rc: int, out: Path, err: Path) -> None:
+    if rc == 124:
+        raise BenchError(f"{config.name} {phase} pass hung: killed after {PASS_TIMEOUT_S} s ({err})")
     if rc != 0:
         raise BenchError(f"{config.name} {phase} pass exited {rc}: {_tail(err)} {_tail(out)}")
     if config.name != "rocky":
@@ -110,7 +117,8 @@ def run_variant(variant: str, configs: list[Config], rounds: int, server: Source
                         server.append(source)
                     spec = command(config, source, server, PIPELINES[variant], phase, work)
                     out, err = work / f"{phase}-r{rnd}.out", work / f"{phase}-r{rnd}.err"
-                    sample = measure(spec.argv, cwd=spec.cwd, env=spec.env, stdout=out, stderr=err,
+                    argv = ["timeout", "--kill-after=10", str(PASS_TIMEOUT_S), *spec.argv]
+                    sample = measure(argv, cwd=spec.cwd, env=spec.env, stdout=out, stderr=err,
                                      config=config.name, rnd=rnd)
                     _check(config, source, phase, sample.returncode, out, err)
                     doc = _verify(server, source, work)
@@ -164,6 +172,7 @@ def figures_for(variant: str, results: dict[str, Passes]) -> list[Figure]:
         "big": [("first", "fastest direct path", ("direct",), "<=", 1.2),
                 ("first", "fastest peer", ("peer",), "<", 1.0),
                 ("second", "fastest other configuration", ("peer", "direct"), "<=", 1.0),
+                ("second", "fastest peer", ("peer",), "", None),
                 ("second", "fastest direct path", ("direct",), "", None)],
         "small": [("first", "fastest peer", ("peer",), "<", 1.0),
                   ("second", "fastest peer", ("peer",), "<", 1.0),
@@ -250,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             (work_dir / "table.md").write_text("\n".join(tables))
             write(args.json, result)
         if args.profile:
+            if "big" not in variants:
+                server.seed(BIG)
             result.notes += profile_rocky(server, BIG, work_dir / "profile")
     finally:
         server.stop()

@@ -7,7 +7,10 @@ The way dlt's documentation sets up a SQL database copy: one `sql_table` resourc
 in one `pipeline.run` (so dlt may extract and load them concurrently), `write_disposition="append"`, into
 the `duckdb` destination. The resources share one SQLAlchemy engine (dlt's documented way to pass a
 connection): given the URI, each resource opens its own engine, and 200 of them exhaust the server's 100
-connections. PIPELINES_DIR holds the pipeline's local state between the first and the second
+connections. With the pyarrow backend each resource holds a pooled connection while it is open, and dlt's
+default `round_robin` extraction opens all 200 at once (SQLAlchemy's pool of 15 times out), so that backend
+runs with dlt's `fifo` mode (`EXTRACT__NEXT_ITEM_MODE`): one table after the other.
+PIPELINES_DIR holds the pipeline's local state between the first and the second
 pass (the harness empties it before each configuration's first pass, like the target file), so the second
 pass copies only rows newer than the first pass's `updated_at`. The target of a pair `schema.name` becomes
 dataset `schema`, table `name`; every pair of one call shares the dataset.
@@ -39,6 +42,8 @@ BACKENDS = ("connectorx", "pyarrow")
 
 
 def run(backend: str, uri: str, db: str, pairs: list[tuple[str, str]], pipelines_dir: str) -> int:
+    if backend == "pyarrow":
+        os.environ.setdefault("EXTRACT__NEXT_ITEM_MODE", "fifo")
     datasets = {target.split(".")[0] for _, target in pairs}
     if len(datasets) != 1:
         raise SystemExit(f"all targets must share one schema (dataset), got {sorted(datasets)}")

@@ -54,7 +54,7 @@ def _norm(key: str, value: Any) -> Any:
     if value is None:
         return None
     if key in ("amount", "updated_at"):
-        return str(Decimal(str(value)).normalize())
+        return format(Decimal(str(value)).normalize(), "f")
     if key == "score":
         return float(value)
     return int(value)
