@@ -41,10 +41,11 @@ lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
 	$(BIN)/mypy
 
-## make bench: every performance budget (DAG vs raw DuckDB and dbt, replication, dagster, tick, serve, connectors, startup) -> bench/results.md
+## make bench: every performance budget (DAG vs raw DuckDB and dbt, replication, replication vs dlt/Sling, dagster, tick, serve, connectors, startup) -> bench/results.md
 bench: venv
 	bash bench/setup_dbt.sh
+	bash bench/setup_peers.sh
 	$(BIN)/python bench/run_bench.py
 
 clean:
-	rm -rf $(VENV) .venv-bench .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work
+	rm -rf $(VENV) .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

@@ -9,6 +9,7 @@ Examples:
     .venv/bin/python bench/run_bench.py --only startup           # help / validate timings only
     .venv/bin/python bench/run_bench.py --only workloads --workloads replication,drift --merge
     .venv/bin/python bench/run_bench.py --workloads dagster,tick,connector,server --merge
+    .venv/bin/python bench/run_bench.py --workloads replication-peers --merge   # ~40 min: dlt, Sling
 """
 
 from __future__ import annotations
@@ -61,11 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes", default="100,1000", help="DAG sizes, comma separated (default 100,1000)")
     p.add_argument("--rounds", type=int, default=None,
                    help="interleaved rounds per size (default: env BENCH_ROUNDS, else 5 for N<=100, 3 "
-                   "above); when given, also passed to the dagster, tick and connector scripts")
+                   "above); when given, also passed to the dagster, tick, connector and replication-peers "
+                   "scripts")
     p.add_argument("--workloads", default=",".join(ALL_WORKLOADS),
                    help=f"comma separated, from {', '.join(ALL_WORKLOADS)} (default: all; exactly these "
                    "run. All but the transformation workloads run once, not per size; dagster, tick, "
-                   "connector and server run bench/<name>_bench.py as a child)")
+                   "connector, server and replication-peers run bench/<name>_bench.py as a child)")
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help="configurations to time (raw-serial always runs: it is the row-count reference)")
     p.add_argument("--skip-dbt", action="store_true", help="do not time dbt (no bench venv needed)")

@@ -1,4 +1,5 @@
-"""Budget suites: the standalone bench scripts (dagster, tick, connector, server) as workloads of run_bench.
+"""Budget suites: the standalone bench scripts (dagster, tick, connector, server, replication-peers) as
+workloads of run_bench.
 
 Each script measures in its own process and, given `--json FILE`, writes one document of figures; this
 module runs the script as a child (PYTHONDONTWRITEBYTECODE unset, like every timed child), reads the
@@ -23,9 +24,10 @@ SCRIPTS = {
     "tick": "tick_bench.py",
     "connector": "connector_bench.py",
     "server": "server_bench.py",
+    "replication-peers": "replication_peers_bench.py",
 }
 #: the scripts that take --rounds (server_bench counts requests instead)
-TAKES_ROUNDS = ("dagster", "tick", "connector")
+TAKES_ROUNDS = ("dagster", "tick", "connector", "replication-peers")
 _OPS = {"<=": float.__le__, "<": float.__lt__, ">=": float.__ge__, ">": float.__gt__}
 
 
