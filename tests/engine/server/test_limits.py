@@ -1,0 +1,241 @@
+"""Issue 18's request limits against real ``rocky serve`` processes and raw sockets: the head size (a 16 MiB
+header is 431 and costs the server no memory), header count, request target, connections, and time
+(slowloris, idle connections)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.engine.server.kit import ServeProcess, serving, simple_project, wait_for
+
+pytestmark = pytest.mark.slow
+MIB = 1024 * 1024
+
+
+def _port(srv: ServeProcess) -> int:
+    return int(srv.url.rsplit(":", 1)[1])
+
+
+def rss_mb(srv: ServeProcess) -> float:
+    assert srv.proc is not None
+    for line in Path(f"/proc/{srv.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+class RawClient:
+    """One raw TCP connection that writes ``head`` (then ``filler`` bytes of header value, then the end of
+    the head) while a thread reads whatever the server answers, as a real client would."""
+
+    def __init__(self, port: int, head: bytes, filler: int = 0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.head = head
+        self.filler = filler
+        self.answer = b""
+        self.read_error: OSError | None = None
+        self.write_error: OSError | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._writer = threading.Thread(target=self._write, daemon=True)
+
+    def start(self) -> RawClient:
+        self._reader.start()
+        self._writer.start()
+        return self
+
+    def _read(self) -> None:
+        try:
+            while chunk := self.sock.recv(65536):
+                self.answer += chunk
+        except OSError as exc:
+            self.read_error = exc
+
+    def _write(self) -> None:
+        block = b"a" * 65536
+        try:
+            self.sock.sendall(self.head)
+            sent = 0
+            while sent < self.filler:
+                self.sock.sendall(block)
+                sent += len(block)
+            self.sock.sendall(b"\r\n\r\n")
+        except OSError as exc:  # the server closed after its linger: expected once it has answered
+            self.write_error = exc
+
+    def join(self, timeout: float = 120) -> RawClient:
+        self._writer.join(timeout)
+        self._reader.join(timeout)
+        self.sock.close()
+        return self
+
+    def alive(self) -> bool:
+        return self._reader.is_alive() or self._writer.is_alive()
+
+    def status(self) -> int:
+        assert self.answer.startswith(b"HTTP/1.1 "), (self.answer[:200], self.read_error)
+        return int(self.answer[9:12])
+
+    def error(self) -> dict[str, str]:
+        doc: dict[str, str] = json.loads(self.answer.split(b"\r\n\r\n", 1)[1])
+        return doc
+
+
+def _head(path: str = "/api/v1/health", method: str = "GET", extra: bytes = b"") -> bytes:
+    """A request head without its final CRLF CRLF (RawClient writes it): request line, Host, ``extra``."""
+    return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1".encode() + extra
+
+
+def _fields(count: int) -> bytes:
+    return b"".join(b"\r\nX-%d: v" % i for i in range(count))
+
+
+def test_30_concurrent_16_mib_headers_are_431_and_the_server_stays_small(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path) as srv, srv.client() as c:
+        assert c.get("/api/v1/health").status_code == 200
+        before = rss_mb(srv)
+        big = _head(extra=b"\r\nX-Big: ")
+        clients = [RawClient(_port(srv), big, filler=16 * MIB).start() for _ in range(30)]
+        peak = before
+        while any(cl.alive() for cl in clients):
+            peak = max(peak, rss_mb(srv))
+            time.sleep(0.01)
+        for cl in clients:
+            cl.join()
+        after = rss_mb(srv)
+        still = c.get("/api/v1/health").status_code
+    assert [cl.status() for cl in clients] == [431] * 30
+    assert clients[0].error() == {
+        "code": "header_too_large",
+        "message": "the request head (request line and headers) is over 32768 bytes (--max-header-bytes)",
+    }
+    assert peak - before < 20, f"RSS {before:.0f} MB -> peak {peak:.0f} MB"
+    assert after - before < 20
+    assert still == 200
+
+
+def test_an_8_mib_signature_is_431_before_the_signature_check(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path, "--scheduler", "--poll-interval-seconds", "3600",
+                 env={"ROCKY_WEBHOOK_SECRET": "s"}) as srv:
+        head = _head("/api/v1/hooks/trigger/orders", "POST", b"\r\nContent-Length: 0\r\nX-Rocky-Signature: ")
+        client = RawClient(_port(srv), head, filler=8 * MIB).start().join()
+    assert client.status() == 431 and client.error()["code"] == "header_too_large"
+
+
+def test_header_count_request_target_and_head_size_flags(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path, "--max-header-bytes", "16384") as srv:
+        port = _port(srv)
+        many = RawClient(port, _head(extra=_fields(100))).start()
+        fifty_thousand = RawClient(port, _head(extra=b"\r\nX: v" * 50_000)).start()
+        long_target = RawClient(port, _head("/api/v1/health?" + "q" * 8200)).start()
+        small_head = RawClient(port, _head(extra=b"\r\nX-Pad: " + b"p" * 16384)).start()
+        exactly_100 = RawClient(port, _head(extra=_fields(99))).start()
+        malformed = RawClient(port, b"NOT HTTP AT ALL").start()
+        # 40 KiB in one write, one read: refused as too large before h11 parses it (which would find the
+        # broken last line and answer 400), because it is fed to h11 in slices of the limit.
+        one_piece = RawClient(port, _head(extra=_fields(4000) + b"\r\nbroken line")).start()
+        for cl in (many, fifty_thousand, long_target, small_head, exactly_100, malformed, one_piece):
+            cl.join()
+    assert many.status() == 431 and many.error() == {
+        "code": "too_many_headers", "message": "the request has 101 header fields; at most 100 are accepted"}
+    assert fifty_thousand.status() == 431 and fifty_thousand.error()["code"] == "header_too_large"
+    assert long_target.status() == 414 and long_target.error() == {
+        "code": "uri_too_long", "message": "the request target is over 8192 bytes"}
+    assert small_head.status() == 431 and "over 16384 bytes" in small_head.error()["message"]
+    assert exactly_100.status() == 200  # Host plus 99: the limit itself is accepted
+    assert malformed.status() == 400 and malformed.error()["code"] == "bad_request"
+    assert one_piece.status() == 431 and one_piece.error()["code"] == "header_too_large"
+
+
+def test_the_connection_cap_holds_and_frees_up(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path, "--max-connections", "4", "--request-timeout-seconds", "60") as srv:
+        port = _port(srv)
+        held = []
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            s.sendall(_head() + b"\r\n\r\n")
+            served = b""
+            while not served.endswith(b"}\n"):
+                served += s.recv(65536)
+            assert served.startswith(b"HTTP/1.1 200 ")  # accepted and served: the slot is taken
+            s.sendall(_head() + b"\r\n")  # and kept busy with a request still arriving
+            held.append(s)
+        before = rss_mb(srv)
+        # 200 more connections, each pushing most of a head: every one is refused unread.
+        flood = [RawClient(port, _head(extra=b"\r\nX-Pad: " + b"p" * 30000)).start() for _ in range(200)]
+        for cl in flood:
+            cl.join()
+        grown = rss_mb(srv) - before
+        refused = httpx.get(f"{srv.url}/api/v1/health", timeout=30)
+        held.pop().close()
+        freed = wait_for(lambda: httpx.get(f"{srv.url}/api/v1/health", timeout=30).status_code == 200,
+                         what="a free connection slot")
+        for s in held:
+            s.close()
+    assert refused.status_code == 503 and refused.json() == {
+        "code": "too_many_connections",
+        "message": "the server already serves its limit of 4 connections (--max-connections); retry shortly",
+    }
+    assert {cl.status() for cl in flood} == {503}
+    assert grown < 20 and freed
+
+
+def test_a_slowloris_client_is_cut_off_by_the_request_timeout(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path, "--request-timeout-seconds", "3") as srv:
+        port = _port(srv)
+        slow = socket.create_connection(("127.0.0.1", port), timeout=30)
+        started = time.monotonic()
+        slow.sendall(_head() + b"\r\n")
+        slow.setblocking(False)
+        answer = b""
+        while not answer.endswith(b"}\n") and time.monotonic() - started < 30:
+            try:
+                slow.send(b"X")  # one header byte a second
+            except OSError:
+                break
+            time.sleep(1)
+            try:
+                answer += slow.recv(65536)
+            except BlockingIOError:
+                pass
+        cut_after = time.monotonic() - started
+        others_served = httpx.get(f"{srv.url}/api/v1/health", timeout=30).status_code
+        idle = socket.create_connection(("127.0.0.1", port), timeout=30)
+        opened = time.monotonic()
+        idle_answer = idle.recv(65536)
+        idle_after = time.monotonic() - opened
+        slow.close()
+        idle.close()
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1]) == {
+        "code": "request_timeout",
+        "message": "the request did not arrive in full within 3 s (--request-timeout-seconds)",
+    }
+    assert 3 <= cut_after < 15, cut_after  # the timeout, plus the client's 1 s polling, plus load
+    assert others_served == 200
+    assert idle_answer == b"" and 2.5 <= idle_after < 15  # closed without a word
+
+
+def test_an_idle_kept_alive_connection_is_closed_after_5_seconds(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path) as srv, socket.create_connection(("127.0.0.1", _port(srv)), timeout=60) as s:
+        s.sendall(_head() + b"\r\n\r\n")
+        first = b""
+        while not first.endswith(b"}\n"):
+            first += s.recv(65536)
+        answered = time.monotonic()
+        closed = s.recv(65536)
+        idle_for = time.monotonic() - answered
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert closed == b"" and 4.5 <= idle_for < 20, idle_for
