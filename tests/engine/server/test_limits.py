@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.engine.server.kit import ServeProcess, serving, simple_project, wait_for
+from rocky_engine.server.settings import RequestLimits
+from tests.engine.server.kit import InProcessServer, ServeProcess, serving, simple_project, wait_for
 
 pytestmark = pytest.mark.slow
 MIB = 1024 * 1024
@@ -60,6 +61,9 @@ class RawClient:
     def _write(self) -> None:
         block = b"a" * 65536
         try:
+            if not self.filler:
+                self.sock.sendall(self.head + b"\r\n\r\n")  # one write: it may arrive in one read
+                return
             self.sock.sendall(self.head)
             sent = 0
             while sent < self.filler:
@@ -92,6 +96,17 @@ def _head(path: str = "/api/v1/health", method: str = "GET", extra: bytes = b"")
     return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1".encode() + extra
 
 
+def read_answer(sock: socket.socket) -> bytes:
+    """One JSON answer (every body of this server ends with a newline), or what came before EOF."""
+    answer = b""
+    while not answer.endswith(b"}\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    return answer
+
+
 def _fields(count: int) -> bytes:
     return b"".join(b"\r\nX-%d: v" % i for i in range(count))
 
@@ -119,6 +134,17 @@ def test_30_concurrent_16_mib_headers_are_431_and_the_server_stays_small(tmp_pat
     assert peak - before < 20, f"RSS {before:.0f} MB -> peak {peak:.0f} MB"
     assert after - before < 20
     assert still == 200
+
+
+def test_a_client_that_writes_16_mib_before_reading_still_reads_its_431(tmp_path: Path) -> None:
+    # Closing with unread bytes would reset the connection and destroy the answer: the server lingers.
+    simple_project(tmp_path)
+    with serving(tmp_path) as srv, socket.create_connection(("127.0.0.1", _port(srv)), timeout=60) as s:
+        s.sendall(_head(extra=b"\r\nX-Big: ") + b"a" * (16 * MIB) + b"\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431 ") and b'"header_too_large"' in answer
 
 
 def test_an_8_mib_signature_is_431_before_the_signature_check(tmp_path: Path) -> None:
@@ -164,9 +190,7 @@ def test_the_connection_cap_holds_and_frees_up(tmp_path: Path) -> None:
         for _ in range(4):
             s = socket.create_connection(("127.0.0.1", port), timeout=30)
             s.sendall(_head() + b"\r\n\r\n")
-            served = b""
-            while not served.endswith(b"}\n"):
-                served += s.recv(65536)
+            served = read_answer(s)
             assert served.startswith(b"HTTP/1.1 200 ")  # accepted and served: the slot is taken
             s.sendall(_head() + b"\r\n")  # and kept busy with a request still arriving
             held.append(s)
@@ -177,6 +201,12 @@ def test_the_connection_cap_holds_and_frees_up(tmp_path: Path) -> None:
             cl.join()
         grown = rss_mb(srv) - before
         refused = httpx.get(f"{srv.url}/api/v1/health", timeout=30)
+        # Refused connections still lingering take no served slot: a held one finishes its request.
+        lingering = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(8)]
+        held[0].sendall(b"\r\n")
+        answered = read_answer(held[0])
+        for s in lingering:
+            s.close()
         held.pop().close()
         freed = wait_for(lambda: httpx.get(f"{srv.url}/api/v1/health", timeout=30).status_code == 200,
                          what="a free connection slot")
@@ -187,6 +217,7 @@ def test_the_connection_cap_holds_and_frees_up(tmp_path: Path) -> None:
         "message": "the server already serves its limit of 4 connections (--max-connections); retry shortly",
     }
     assert {cl.status() for cl in flood} == {503}
+    assert answered.startswith(b"HTTP/1.1 200 ")
     assert grown < 20 and freed
 
 
@@ -231,11 +262,35 @@ def test_an_idle_kept_alive_connection_is_closed_after_5_seconds(tmp_path: Path)
     simple_project(tmp_path)
     with serving(tmp_path) as srv, socket.create_connection(("127.0.0.1", _port(srv)), timeout=60) as s:
         s.sendall(_head() + b"\r\n\r\n")
-        first = b""
-        while not first.endswith(b"}\n"):
-            first += s.recv(65536)
+        first = read_answer(s)
         answered = time.monotonic()
         closed = s.recv(65536)
         idle_for = time.monotonic() - answered
     assert first.startswith(b"HTTP/1.1 200 ")
     assert closed == b"" and 4.5 <= idle_for < 20, idle_for
+
+
+def test_a_body_that_stops_arriving_is_408_and_the_route_gives_up_quietly(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    with serving(tmp_path, "--request-timeout-seconds", "2") as srv, \
+            socket.create_connection(("127.0.0.1", _port(srv)), timeout=60) as s:
+        s.sendall(_head("/api/v1/jobs/run", "POST", b"\r\nContent-Length: 100\r\n\r\n") + b'{"pipel')
+        answer = read_answer(s)
+        jobs = httpx.get(f"{srv.url}/api/v1/jobs", timeout=30).json()["jobs"]
+        log = srv.log()
+    assert answer.startswith(b"HTTP/1.1 408 ") and b'"request_timeout"' in answer
+    assert jobs == []
+    assert "internal error" not in log and "Traceback" not in log
+
+
+def test_a_request_that_arrived_in_full_is_not_cut_off_while_the_server_works_on_it(tmp_path: Path) -> None:
+    config = simple_project(tmp_path)
+    with InProcessServer(config, limits=RequestLimits(request_timeout_seconds=1)) as srv, srv.client() as c:
+        srv.ctx.read_permit.acquire()  # GET /api/v1/runs now waits for the store
+        release = threading.Timer(2.5, srv.ctx.read_permit.release)
+        release.start()
+        started = time.monotonic()
+        r = c.get("/api/v1/runs")
+        took = time.monotonic() - started
+        release.join()
+    assert r.status_code == 200 and took >= 2.4
