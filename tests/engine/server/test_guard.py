@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.server.app import ROUTES
-from rocky_engine.server.guard import host_name, normalize_allowed_host, normalize_origin
+from rocky_engine.server.guard import RequestPolicy, host_name, normalize_allowed_host, normalize_origin
+from rocky_engine.server.settings import ServerSettings
 from tests.engine.server.kit import SECRET, InProcessServer, runs_in_store, sign, simple_project, spool_files
 
 HOOK = "/api/v1/hooks/trigger/orders"
@@ -229,6 +230,14 @@ def test_host_name() -> None:
     assert host_name("[::1]") == "::1"
     assert host_name("127.0.0.1") == "127.0.0.1"
     assert host_name("name:notaport") == "name:notaport"
+    assert host_name("::1") == "::1" and host_name("fe80::1:2") == "fe80::1:2"  # socket addresses
+
+
+def test_an_ipv6_loopback_server_accepts_its_bracketed_address(config: Path) -> None:
+    policy = RequestPolicy(ServerSettings(config_path=config, host="::1"))
+    assert policy.host_refusal("[::1]:8080", "::1") is None
+    assert policy.host_refusal("[::1]", None) is None  # the --host given
+    assert policy.host_refusal("[::2]:8080", "::1") is not None
 
 
 def test_allowed_host_and_origin_values() -> None:

@@ -123,3 +123,15 @@ def test_http_1_0_without_a_host_header_is_served(tmp_path: Path) -> None:
             while chunk := s.recv(65536):
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 ")
+
+
+def test_an_ipv6_loopback_server_answers_for_its_own_address(tmp_path: Path) -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    simple_project(tmp_path)
+    with serving(tmp_path, "--host", "::1") as srv, srv.client() as c:
+        own = c.get("/api/v1/health")
+        name = c.get("/api/v1/health", headers={"Host": "localhost"})
+        foreign = c.get("/api/v1/health", headers={"Host": "attacker.example"})
+    assert srv.url.startswith("http://[::1]:")
+    assert (own.status_code, name.status_code, foreign.status_code) == (200, 200, 421)
