@@ -81,11 +81,13 @@ class RefusalLog:
 
 
 def host_name(value: str) -> str:
-    """The host part of a ``Host`` header or ``host[:port]``, lower case, without brackets, port or a
-    trailing dot (``[::1]:8080`` -> ``::1``, ``LocalHost.:80`` -> ``localhost``)."""
+    """The host part of a ``Host`` header, ``host[:port]`` or a bare address, lower case, without
+    brackets, port or a trailing dot (``[::1]:8080`` -> ``::1``, ``LocalHost.:80`` -> ``localhost``)."""
     text = value.strip().lower()
     if text.startswith("["):
         name, _, _ = text[1:].partition("]")
+    elif text.count(":") > 1:
+        name = text  # a bare IPv6 address (a socket's address; Host headers bracket them)
     else:
         name, sep, port = text.rpartition(":")
         if not sep or not port.isdigit():
