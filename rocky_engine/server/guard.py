@@ -165,9 +165,12 @@ class RequestPolicy:
         origins = ", ".join(sorted(self.origins)) if self.origins else "none besides the server's own"
         return f"Host accepted: {hosts}; browser origins allowed to POST: {origins}"
 
-    def host_refusal(self, host: str | None, local_address: str | None) -> Refusal | None:
-        if host is None:  # HTTP/1.0 without Host: no browser sends that, and h11 requires it for 1.1
-            return None
+    def host_refusal(self, host: str | None, local_address: str | None, http_version: str) -> Refusal | None:
+        if host is None:
+            if http_version == "1.0":
+                return None  # old machine clients; no browser sends a request without Host
+            return Refusal(400, "bad_request", "an HTTP/1.1 request needs a Host header",
+                           detail="no Host header")
         name = host_name(host)
         if name in self.hosts or (local_address is not None and name == host_name(local_address)):
             return None
@@ -244,6 +247,7 @@ class RequestGuard:
         host = headers.get("host")
         server = scope.get("server")
         local = server[0] if server else None
-        return self.policy.host_refusal(host, local) or self.policy.origin_refusal(
+        version = scope.get("http_version", "1.1")
+        return self.policy.host_refusal(host, local, version) or self.policy.origin_refusal(
             scope["method"], host, headers.get("origin"), headers.get("sec-fetch-site")
         )

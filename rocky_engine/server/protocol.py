@@ -1,15 +1,16 @@
 """How much a request may cost: the HTTP connection layer of ``rocky serve`` with every bound enforced
 before the bytes it bounds are buffered (docs/server.md, "Limits").
 
-uvicorn's h11 protocol is pinned (httptools, picked by default when installed, buffers a header of any
-size before the application sees it) and extended here:
+uvicorn's httptools protocol (the fast C parser, llhttp) is pinned and extended here. httptools itself
+buffers a header of any size before the application sees it, so what arrives is fed to it in slices and
+counted:
 
-- **Head size** (``--max-header-bytes``): h11 refuses a head still incomplete past the limit, and the
-  parsed head is measured too (a head that arrived whole in one read is never checked by h11), so at most
-  the limit plus one slice of it is ever buffered: what arrives is fed to h11 in slices of the limit.
+- **Head size** (``--max-header-bytes``): the bytes fed while a request head is incomplete are counted,
+  and past the limit the request is refused before the next slice is parsed, so the parser never holds
+  more than twice the limit; a head that completed within one slice is measured when it completes.
   ``431 header_too_large``.
-- **Header count** and **request-target length**: checked on the parsed head, before the application
-  runs: ``431 too_many_headers``, ``414 uri_too_long``.
+- **Header count** and **request-target length**: counted as the parser reports them, before the
+  application runs: ``431 too_many_headers``, ``414 uri_too_long``.
 - **Connections** (``--max-connections``): a connection beyond the limit is answered ``503
   too_many_connections`` at once and closed without being read. uvicorn's own ``limit_concurrency`` (set
   one above, since it counts the asking connection) bounds the requests still running for connections
@@ -31,16 +32,13 @@ import http
 import logging
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
 from rocky_engine.server.guard import Refusal, RefusalLog
 from rocky_engine.server.settings import RequestLimits
 
-#: h11's states in which the peer has sent its whole request (the application answers at its own pace)
-_REQUEST_IN = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
 #: refused connections lingering at once (each holds a socket for at most linger_seconds); past it, a
 #: refusal closes at once, and a client still writing may see a reset instead of the answer
 MAX_LINGERING = 256
@@ -52,9 +50,8 @@ class BoundedConfig(uvicorn.Config):
     def __init__(self, app: Any, limits: RequestLimits, refusals: RefusalLog, **kwargs: Any) -> None:
         super().__init__(
             app,
-            http=BoundedH11Protocol,
+            http=BoundedHttpToolsProtocol,
             ws="none",
-            h11_max_incomplete_event_size=limits.max_header_bytes,
             limit_concurrency=limits.max_connections + 1,
             timeout_keep_alive=limits.keep_alive_seconds,
             log_config=None,
@@ -64,62 +61,18 @@ class BoundedConfig(uvicorn.Config):
         self.limits = limits
         self.refusals = refusals
         #: refused connections still being read and dropped (bounded: past it, a refusal closes at once)
-        self.lingering: set[BoundedH11Protocol] = set()
+        self.lingering: set[BoundedHttpToolsProtocol] = set()
         # uvicorn logs a warning per malformed request and per request over limit_concurrency; Rocky
         # counts and logs its own refusals once each, so a flood cannot flood the log through uvicorn.
         logging.getLogger("uvicorn.error").setLevel(logging.ERROR)
 
 
-class BoundedConnection(h11.Connection):
-    """h11's server side with the head-size, header-count and target-length limits on parsed heads."""
-
-    def __init__(self, limits: RequestLimits) -> None:
-        super().__init__(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
-        self.limits = limits
-        #: why the last event was refused (read by the protocol to answer it)
-        self.refusal: Refusal | None = None
-
-    def next_event(self) -> Any:
-        try:
-            event = super().next_event()
-        except h11.RemoteProtocolError as exc:
-            self.refusal = self._protocol_refusal(exc)
-            raise
-        if isinstance(event, h11.Request):
-            self.refusal = self._head_refusal(event)
-            if self.refusal is not None:
-                raise h11.RemoteProtocolError(self.refusal.message, self.refusal.status)
-        return event
-
-    def _protocol_refusal(self, exc: h11.RemoteProtocolError) -> Refusal:
-        if exc.error_status_hint == 431:
-            return self._too_large()
-        text = str(exc)[:200]
-        return Refusal(400, "bad_request", f"malformed HTTP request: {text}", detail=text)
-
-    def _too_large(self) -> Refusal:
-        limit = self.limits.max_header_bytes
-        return Refusal(431, "header_too_large", f"the request head (request line and headers) is over "
-                       f"{limit} bytes (--max-header-bytes)", detail=f"head over {limit} bytes")
-
-    def _head_refusal(self, event: h11.Request) -> Refusal | None:
-        raw = event.headers.raw_items()
-        size = len(event.method) + len(event.target) + 12 + sum(len(k) + len(v) + 4 for k, v in raw)
-        if size > self.limits.max_header_bytes:
-            return self._too_large()
-        if len(raw) > self.limits.max_headers:
-            return Refusal(431, "too_many_headers", f"the request has {len(raw)} header fields; at most "
-                           f"{self.limits.max_headers} are accepted",
-                           detail=f"over {self.limits.max_headers} headers")
-        if len(event.target) > self.limits.max_request_line_bytes:
-            return Refusal(414, "uri_too_long", f"the request target is over "
-                           f"{self.limits.max_request_line_bytes} bytes",
-                           detail=f"target over {self.limits.max_request_line_bytes} bytes")
-        return None
+class _Refused(Exception):
+    """Raised from a parser callback: httptools aborts the parse and uvicorn calls send_400_response."""
 
 
-class BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with Rocky's limits (see the module docstring)."""
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with Rocky's limits (see the module docstring)."""
 
     def __init__(
         self,
@@ -129,10 +82,19 @@ class BoundedH11Protocol(H11Protocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        assert isinstance(config, BoundedConfig), "BoundedH11Protocol needs a BoundedConfig"
+        assert isinstance(config, BoundedConfig), "BoundedHttpToolsProtocol needs a BoundedConfig"
         self.bounded = config
         self.limits = config.limits
-        self.conn = BoundedConnection(config.limits)
+        #: bytes fed to the parser while the current head is incomplete (None: inside a body)
+        self._head_bytes: int | None = 0
+        self._header_count = 0
+        #: messages the parser began and completed on this connection (more begun: one is arriving)
+        self._begun = 0
+        self._completed = 0
+        #: the cycle of the message arriving or last arrived (None until its head is complete)
+        self._current: RequestResponseCycle | None = None
+        #: why the parser was stopped (read by send_400_response)
+        self._refusal: Refusal | None = None
         self._refused = False
         self._deadline: asyncio.TimerHandle | None = None
 
@@ -158,14 +120,16 @@ class BoundedH11Protocol(H11Protocol):
         if self._refused:
             return  # lingering: read and dropped
         step = self.limits.max_header_bytes
-        if len(data) <= step:
-            super().data_received(data)
-            return
-        # In slices, so h11 checks its buffer against the head limit at least once per limit's worth.
         for start in range(0, len(data), step):
             if self._refused or self.transport.is_closing():
                 return
-            super().data_received(data[start:start + step])
+            piece = data[start:start + step] if len(data) > step else data
+            if self._head_bytes is not None:
+                self._head_bytes += len(piece)
+            super().data_received(piece)
+            if self._head_bytes is not None and self._head_bytes > step and not self._refused:
+                self._refuse(self._too_large())  # still no end of the head after the limit
+                return
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -173,9 +137,56 @@ class BoundedH11Protocol(H11Protocol):
             self._arm_deadline()  # the next request on this connection gets its own window
 
     def send_400_response(self, msg: str) -> None:
-        # uvicorn calls this for every request h11 (or BoundedConnection) refused.
-        refusal = self.conn.refusal if isinstance(self.conn, BoundedConnection) else None
-        self._refuse(refusal or Refusal(400, "bad_request", f"malformed HTTP request: {msg}"))
+        # uvicorn calls this for every request the parser refused, or a callback below stopped.
+        self._refuse(self._refusal or Refusal(400, "bad_request", "malformed HTTP request",
+                                              detail="malformed request"))
+
+    # ------------------------------------------------------------------ parser callbacks
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._begun += 1
+        self._header_count = 0
+        self._current = None
+        if self._head_bytes is None:
+            self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > self.limits.max_request_line_bytes:
+            self._stop(Refusal(414, "uri_too_long", f"the request target is over "
+                               f"{self.limits.max_request_line_bytes} bytes",
+                               detail=f"target over {self.limits.max_request_line_bytes} bytes"))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > self.limits.max_headers:
+            self._stop(Refusal(431, "too_many_headers", f"the request has more than "
+                               f"{self.limits.max_headers} header fields",
+                               detail=f"over {self.limits.max_headers} headers"))
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        size = len(self.url) + 16 + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        if size > self.limits.max_header_bytes:
+            self._stop(self._too_large())  # a head that arrived whole within one slice
+        self._head_bytes = None
+        super().on_headers_complete()
+        self._current = self.cycle
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._completed += 1
+        self._head_bytes = 0
+
+    def _too_large(self) -> Refusal:
+        limit = self.limits.max_header_bytes
+        return Refusal(431, "header_too_large", f"the request head (request line and headers) is over "
+                       f"{limit} bytes (--max-header-bytes)", detail=f"head over {limit} bytes")
+
+    def _stop(self, refusal: Refusal) -> None:
+        self._refusal = refusal
+        raise _Refused(refusal.message)
 
     # ------------------------------------------------------------------ the request deadline
 
@@ -190,41 +201,49 @@ class BoundedH11Protocol(H11Protocol):
 
     def _deadline_passed(self) -> None:
         self._deadline = None
-        if self._refused or self.transport.is_closing() or self.conn.their_state in _REQUEST_IN:
+        if self._refused or self.transport.is_closing():
             return
-        cycle = self.cycle
-        if cycle is not None and cycle.response_started and not cycle.response_complete:
-            self.transport.close()  # answering already: nothing else can be said on this connection
-            return
-        if self.conn.their_state is h11.IDLE and not self.conn.trailing_data[0]:
-            self.transport.close()  # nothing sent at all: an idle connection, closed without a word
-            return
+        if self._begun == self._completed:
+            if not self._pending():
+                self.transport.close()  # nothing sent since the last answer: idle, closed without a word
+            return  # else every request is in full: the application answers at its own pace
         seconds = f"{self.limits.request_timeout_seconds:g}"
         self._refuse(Refusal(
             408, "request_timeout", f"the request did not arrive in full within {seconds} s "
             "(--request-timeout-seconds)", detail=f"request not in after {seconds} s",
         ))
 
+    def _pending(self) -> bool:
+        """A response of this connection is still to be written, or is being written."""
+        return bool(self.pipeline) or (self.cycle is not None and not self.cycle.response_complete)
+
     # ------------------------------------------------------------------ refusing
 
     def _refuse(self, refusal: Refusal) -> None:
-        """Answer ``refusal`` (unless a response already started), then linger and close."""
+        """Answer ``refusal``, then linger and close. When an earlier response of this connection is still
+        owed, or this request's own answer has begun, nothing can be said in order: the connection just
+        closes (its pending requests see http.disconnect)."""
         if self._refused:
             return
         self._refused = True
         self._cancel_deadline()
         self.connections.discard(self)  # a refused connection no longer holds one of the served slots
         self.bounded.refusals.record(refusal)
-        cycle = self.cycle
-        started = cycle is not None and cycle.response_started
-        if cycle is not None and not cycle.response_complete:
-            cycle.disconnected = True  # the application's receive() now says http.disconnect
-            cycle.message_event.set()
-        if not started:
-            self.transport.write(_raw_response(refusal))
-        if len(self.bounded.lingering) >= MAX_LINGERING or not self.transport.can_write_eof():
+        current = self._current
+        answering = current is not None and current.response_started and not current.response_complete
+        earlier_owed = bool(self.pipeline) or (
+            self.cycle is not None and self.cycle is not current and not self.cycle.response_complete
+        )
+        for cycle in (self.cycle, current):
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # the application's receive() now says http.disconnect
+                cycle.message_event.set()
+        if answering or earlier_owed or len(self.bounded.lingering) >= MAX_LINGERING \
+                or not self.transport.can_write_eof():
             self.transport.close()
             return
+        if current is None or not current.response_started:
+            self.transport.write(_raw_response(refusal))
         self.bounded.lingering.add(self)
         self.transport.write_eof()
         self.transport.resume_reading()

@@ -235,9 +235,9 @@ def test_host_name() -> None:
 
 def test_an_ipv6_loopback_server_accepts_its_bracketed_address(config: Path) -> None:
     policy = RequestPolicy(ServerSettings(config_path=config, host="::1"))
-    assert policy.host_refusal("[::1]:8080", "::1") is None
-    assert policy.host_refusal("[::1]", None) is None  # the --host given
-    assert policy.host_refusal("[::2]:8080", "::1") is not None
+    assert policy.host_refusal("[::1]:8080", "::1", "1.1") is None
+    assert policy.host_refusal("[::1]", None, "1.1") is None  # the --host given
+    assert policy.host_refusal("[::2]:8080", "::1", "1.1") is not None
 
 
 def test_allowed_host_and_origin_values() -> None:

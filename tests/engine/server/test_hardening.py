@@ -112,17 +112,22 @@ def test_the_existing_clients_still_work(tmp_path: Path) -> None:
     assert [r.status for r in runs_in_store(config)] == ["Success"]
 
 
-def test_http_1_0_without_a_host_header_is_served(tmp_path: Path) -> None:
+def test_without_a_host_header_http_1_0_is_served_and_1_1_refused(tmp_path: Path) -> None:
     # No browser sends that (a rebinding page always sends its own name); old machine clients may.
     simple_project(tmp_path)
     with serving(tmp_path) as srv:
         port = int(srv.url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            s.sendall(b"GET /api/v1/health HTTP/1.0\r\n\r\n")
-            answer = b""
-            while chunk := s.recv(65536):
-                answer += chunk
-    assert answer.startswith(b"HTTP/1.1 200 ")
+        answers = []
+        for version in (b"1.0", b"1.1"):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(b"GET /api/v1/health HTTP/" + version + b"\r\nConnection: close\r\n\r\n")
+                answer = b""
+                while chunk := s.recv(65536):
+                    answer += chunk
+                answers.append(answer)
+    assert answers[0].startswith(b"HTTP/1.1 200 ")
+    assert answers[1].startswith(b"HTTP/1.1 400 ")  # RFC 9112: a 1.1 request without Host is refused
+    assert b'"an HTTP/1.1 request needs a Host header"' in answers[1]
 
 
 def test_an_ipv6_loopback_server_answers_for_its_own_address(tmp_path: Path) -> None:
