@@ -302,3 +302,16 @@ def test_a_request_that_arrived_in_full_is_not_cut_off_while_the_server_works_on
         release.join()
     assert slow_answer.startswith(b"HTTP/1.1 200 ") and took >= 2.4
     assert stalled.startswith(b"HTTP/1.1 408 ") and cut_after < 10
+
+
+def test_pipelined_requests_in_one_write_are_all_answered_in_order(tmp_path: Path) -> None:
+    config = simple_project(tmp_path)
+    srv = InProcessServer(config)
+    with srv, socket.create_connection(("127.0.0.1", int(srv.url.rsplit(":", 1)[1])), timeout=60) as s:
+        last = _head("/api/v1/health", extra=b"\r\nConnection: close") + b"\r\n\r\n"
+        s.sendall(_head() + b"\r\n\r\n" + _head("/api/v1/jobs") + b"\r\n\r\n" + last)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.count(b"HTTP/1.1 200 ") == 3
+    assert answer.index(b'"status": "ok"') < answer.index(b'"jobs"') < answer.rindex(b'"status": "ok"')
