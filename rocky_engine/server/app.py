@@ -1,8 +1,10 @@
 """The HTTP application of ``rocky serve`` (CONTRACT section 7): routes, JSON errors, Bearer auth.
 
-Every route but ``/api/v1/health`` and the webhook ingress needs the Bearer token (when one is set);
-errors are ``{code, message}``; CORS is off (no CORS middleware: browsers on other origins are refused by
-their own same-origin policy). Blocking work (the state store, the spool) runs in the thread pool so the
+Every request first passes the guard (``guard.py``: a Host this server answers for, no cross-site browser
+POST), then the Bearer token check (when a token is set) on every route but ``/api/v1/health`` and the
+webhook ingress; errors are ``{code, message}``; CORS is off (no CORS middleware: browsers on other origins
+cannot read the answers). The size, count, time and connection limits are enforced below the app, in the
+HTTP protocol (``protocol.py``). Blocking work (the state store, the spool) runs in the thread pool so the
 event loop keeps answering, and store reads queue on the server's one read permit.
 """
 
@@ -18,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -29,6 +31,7 @@ from rocky_engine.schedule.spool import list_demands, spool_dir_of
 from rocky_engine.server.auth import BearerAuth
 from rocky_engine.server.context import ServerContext
 from rocky_engine.server.drain import Drain
+from rocky_engine.server.guard import RefusalLog, RequestGuard, RequestPolicy
 from rocky_engine.server.job_results import job_wire
 from rocky_engine.server.jobs import JobRejected
 from rocky_engine.server.metrics import CONTENT_TYPE, ScrapeFacts
@@ -42,14 +45,13 @@ from rocky_engine.server.responses import (
     read_body,
 )
 from rocky_engine.server.schedule_view import get_schedule, get_spool
+from rocky_engine.server.settings import MAX_JOB_BODY_BYTES
 from rocky_engine.server.webhook import trigger
 from rocky_engine.state._time import now_utc
 from rocky_engine.wire.jobs import JobAccepted, JobList
 from rocky_engine.wire.server import HealthDocument
 
 log = get_logger("server")
-
-MAX_JOB_BODY_BYTES = 64 * 1024
 
 
 def _ctx(request: Request) -> ServerContext:
@@ -224,6 +226,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(message), headers=exc.headers)
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client went away (or the request deadline cut it off) while its body was read: nobody is left
+    # to answer, and it is no bug.
+    return Response(status_code=499)
+
+
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.error("internal error on %s %s (%s: %s); this is a bug in rocky, please report it",
               request.method, request.url.path, type(exc).__name__, exc)
@@ -231,7 +239,11 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(ctx: ServerContext, drain: Drain | None = None) -> Starlette:
-    """The Starlette app for ``ctx``; with ``drain``, the app's shutdown waits for running children."""
+    """The Starlette app for ``ctx``; with ``drain``, the app's shutdown waits for running children.
+
+    ``app.state.refusals`` is the refusal log the HTTP protocol shares with the guard
+    (``runner.uvicorn_config``).
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -240,11 +252,18 @@ def create_app(ctx: ServerContext, drain: Drain | None = None) -> Starlette:
             # HTTP has drained by now; the children get the rest of the window (then SIGTERM, SIGKILL).
             await anyio.to_thread.run_sync(drain.wait, abandon_on_cancel=True)
 
+    refusals = RefusalLog(ctx.metrics)
     app = Starlette(
         routes=ROUTES,
-        middleware=[Middleware(BearerAuth, token=ctx.settings.token)],
-        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+        middleware=[
+            Middleware(RequestGuard, policy=RequestPolicy(ctx.settings), refusals=refusals),
+            Middleware(BearerAuth, token=ctx.settings.token),
+        ],
+        exception_handlers={
+            HTTPException: _http_error, ClientDisconnect: _client_gone, Exception: _internal_error,
+        },
         lifespan=lifespan,
     )
     app.state.ctx = ctx
+    app.state.refusals = refusals
     return app

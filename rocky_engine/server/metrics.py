@@ -54,6 +54,7 @@ class Metrics:
         self.skipped: Counter[Labels] = Counter()
         self.runs: Counter[Labels] = Counter()
         self.webhooks: Counter[Labels] = Counter()
+        self.refusals: Counter[Labels] = Counter()
 
     # ------------------------------------------------------------------ recording
 
@@ -100,6 +101,11 @@ class Metrics:
         with self._lock:
             self.webhooks[(("status", str(status)),)] += 1
 
+    def refused(self, reason: str) -> None:
+        """A request refused before any route ran (``host_not_allowed``, ``header_too_large`` ...)."""
+        with self._lock:
+            self.refusals[(("reason", reason),)] += 1
+
     # ------------------------------------------------------------------ rendering
 
     def render(self, facts: ScrapeFacts) -> str:
@@ -119,6 +125,9 @@ class Metrics:
             out.family("rocky_webhook_requests_total", "counter",
                        "Webhook ingress answers by HTTP status (202 accepted or duplicate).",
                        self.webhooks.items())
+            out.family("rocky_http_refused_total", "counter",
+                       "Requests refused before any route ran (Host, Origin, size, time and connection "
+                       "limits), by reason.", self.refusals.items())
         if facts.consecutive_failures is not None:
             out.family("rocky_scheduler_consecutive_failures", "gauge",
                        "Consecutive failed or partial scheduled runs per pipeline.",

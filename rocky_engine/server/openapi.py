@@ -93,6 +93,7 @@ def _paths() -> dict[str, Any]:
                               "properties": {"job_id": {"type": "string"}}}, "Started"),
                 "400": _err("Malformed body, or pipeline omitted in a multi-pipeline project"),
                 "401": _UNAUTHORIZED,
+                "403": _err("cross_origin: sent by a browser page of another origin (--allowed-origin)"),
                 "404": _err("Unknown pipeline (pipeline_not_found)"),
                 "409": _err("mutation_in_progress: another job, a scheduler tick or another process holds "
                             "the state store writer"),
@@ -141,7 +142,9 @@ def _paths() -> dict[str, Any]:
         }},
         "/api/v1/hooks/trigger/{pipeline}": {"post": {
             "summary": "Queue a run demand (signed webhook; only under --scheduler)",
-            "description": "Checks in order: ingress enabled (404), body size (413), signature (401), rate "
+            "description": "Checks in order: ingress enabled (404; without a secret it is enabled only on "
+            "loopback without a token, and then 403 for a browser request), body size (413), signature "
+            "(401), rate "
             "limit (429 + Retry-After), delivery id (400), pipeline exists (404), durable spool write. "
             "Sign with X-Rocky-Signature (hex HMAC-SHA256 of the raw body) or Standard Webhooks "
             "(webhook-id, webhook-timestamp within 5 minutes, webhook-signature v1,<base64>). "
@@ -163,6 +166,8 @@ def _paths() -> dict[str, Any]:
                     "demand_uid": {"type": "string"}}}, "Durably queued (or a duplicate)"),
                 "400": _err("Unusable delivery id"),
                 "401": _err("invalid_signature"),
+                "403": _err("signature_required: an unsigned webhook (loopback, no secret, no token) sent "
+                            "by a browser (Origin or Sec-Fetch-Site present)"),
                 "404": _err("Ingress off, or (after the signature) pipeline_not_found"),
                 "413": _err("Body over 1 MiB"),
                 "429": _err("rate_limited (Retry-After)"),
@@ -184,7 +189,11 @@ def openapi_document() -> dict[str, Any]:
             "title": "rocky serve",
             "version": __version__,
             "description": "Rocky's HTTP API: jobs, run history, the resident scheduler's state, signed "
-            "webhook ingress and metrics. Errors are {code, message}.",
+            "webhook ingress and metrics. Errors are {code, message}. Before any route runs, every request "
+            "may be refused: 421 host_not_allowed (a Host header that does not name this server), 403 "
+            "cross_origin (a POST a browser sent from another origin), 431 header_too_large or "
+            "too_many_headers, 414 uri_too_long, 400 bad_request (malformed HTTP), 408 request_timeout, "
+            "503 too_many_connections.",
         },
         "paths": _paths(),
         "components": {

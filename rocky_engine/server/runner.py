@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 
-import uvicorn
+from starlette.applications import Starlette
 
 from rocky_engine.errors import RockyError, StateLockedError
 from rocky_engine.logs import get_logger
@@ -19,8 +19,10 @@ from rocky_engine.project import load_project
 from rocky_engine.server.app import create_app
 from rocky_engine.server.context import build_context
 from rocky_engine.server.drain import Drain, DrainingServer
+from rocky_engine.server.guard import RequestPolicy
+from rocky_engine.server.protocol import BoundedConfig
 from rocky_engine.server.scheduler_loop import SchedulerLoop
-from rocky_engine.server.settings import ServerSettings
+from rocky_engine.server.settings import MAX_JOB_BODY_BYTES, MAX_WEBHOOK_BODY_BYTES, ServerSettings
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.server import ServeResult
 
@@ -71,14 +73,41 @@ def _url(sock: socket.socket, host: str) -> str:
 def _announce(settings: ServerSettings, url: str) -> None:
     if settings.scheduler and settings.webhook_secrets:
         hooks = f"signed ({len(settings.webhook_secrets)} secret(s))"
+    elif settings.unsigned_webhooks:
+        hooks = "UNSIGNED (loopback without ROCKY_WEBHOOK_SECRET; only from clients that send no Origin)"
     elif settings.scheduler and settings.loopback:
-        hooks = "UNSIGNED (loopback without ROCKY_WEBHOOK_SECRET)"
+        hooks = "off (ROCKY_WEBHOOK_SECRET required because a token is configured)"
+    elif settings.scheduler:
+        hooks = "off (ROCKY_WEBHOOK_SECRET required off loopback)"
     else:
         hooks = "off"
     log.info(
         "rocky serve listening on %s (scheduler: %s, webhooks: %s, auth: %s)", url,
         f"every {settings.poll_interval_seconds:g} s" if settings.scheduler else "off", hooks,
         "bearer token" if settings.token else "none (loopback only)",
+    )
+    if settings.scheduler and not settings.webhooks_enabled:
+        log.info("the webhook route answers 404 until ROCKY_WEBHOOK_SECRET is set (%s)",
+                 "a token is configured" if settings.token else "the server is not on loopback")
+    log.info("security: %s", RequestPolicy(settings).describe())
+    limits = settings.limits
+    log.info(
+        "limits: request head %d bytes, %d headers, request target %d bytes, %d connections, %g s to send "
+        "a request, %d s keep-alive; bodies: %d bytes for jobs, %d for webhooks",
+        limits.max_header_bytes, limits.max_headers, limits.max_request_line_bytes, limits.max_connections,
+        limits.request_timeout_seconds, limits.keep_alive_seconds, MAX_JOB_BODY_BYTES, MAX_WEBHOOK_BODY_BYTES,
+    )
+
+
+def uvicorn_config(app: Starlette, settings: ServerSettings) -> BoundedConfig:
+    """uvicorn's configuration for ``app`` (made by ``create_app``): Rocky's bounded protocol and limits."""
+    return BoundedConfig(
+        app,
+        settings.limits,
+        app.state.refusals,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=int(settings.drain_timeout_seconds + 0.999),
     )
 
 
@@ -107,15 +136,7 @@ def serve(settings: ServerSettings) -> ServeOutput:
         loop = SchedulerLoop(ctx) if settings.scheduler else None
         drain = Drain(ctx, loop)
         app = create_app(ctx, drain)
-        config = uvicorn.Config(
-            app,
-            lifespan="on",
-            log_config=None,
-            access_log=False,
-            server_header=False,
-            timeout_keep_alive=5,
-            timeout_graceful_shutdown=int(settings.drain_timeout_seconds + 0.999),
-        )
+        config = uvicorn_config(app, settings)
         server = DrainingServer(config, drain, on_ready=lambda: _announce(settings, url))
         if loop is not None:
             loop.start()  # it waits for the server to be up before its first tick

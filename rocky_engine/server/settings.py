@@ -18,9 +18,36 @@ DEFAULT_WEBHOOK_RATE = 10.0
 DEFAULT_WEBHOOK_BURST = 20
 #: a webhook body over this is refused with 413 before it is read in full
 MAX_WEBHOOK_BODY_BYTES = 1024 * 1024
+#: the same for the body of ``POST /api/v1/jobs/run``
+MAX_JOB_BODY_BYTES = 64 * 1024
 
 TOKEN_ENV = "ROCKY_SERVE_TOKEN"
 WEBHOOK_SECRET_ENV = "ROCKY_WEBHOOK_SECRET"
+ALLOWED_HOSTS_ENV = "ROCKY_SERVE_ALLOWED_HOSTS"
+ALLOWED_ORIGINS_ENV = "ROCKY_SERVE_ALLOWED_ORIGINS"
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """What one request, and one client, may cost the server before it is refused (docs/server.md,
+    "Limits"). Every bound holds before the bytes it bounds are buffered."""
+
+    #: the request head (request line and headers); over it: 431 (flag --max-header-bytes)
+    max_header_bytes: int = 32 * 1024
+    #: header fields in one request; over it: 431
+    max_headers: int = 100
+    #: the request target (path and query); over it: 414
+    max_request_line_bytes: int = 8 * 1024
+    #: open connections served at once; one more is answered 503 and closed (flag --max-connections)
+    max_connections: int = 64
+    #: a request's head and body must arrive within this many seconds of the connection opening (or of
+    #: the previous response on a kept-alive connection); after it: 408 and the connection is closed
+    request_timeout_seconds: float = 10.0
+    #: an idle kept-alive connection is closed after this many seconds (uvicorn's timeout_keep_alive)
+    keep_alive_seconds: int = 5
+    #: after a refusal, how long the rest of what the client sends is read and dropped, so that it reads
+    #: the refusal instead of a connection reset
+    linger_seconds: float = 2.0
 
 
 def is_loopback(host: str) -> bool:
@@ -58,6 +85,11 @@ class ServerSettings:
     webhook_burst: int = DEFAULT_WEBHOOK_BURST
     state_path: str | None = None
     state_namespace: str | None = None
+    #: Host names accepted besides localhost and the address a connection arrived on (--allowed-host)
+    allowed_hosts: tuple[str, ...] = ()
+    #: browser origins allowed to send mutating requests besides the server's own (--allowed-origin)
+    allowed_origins: tuple[str, ...] = ()
+    limits: RequestLimits = field(default_factory=RequestLimits)
     #: environment of child runs (None: this process's)
     child_env: Mapping[str, str] | None = field(default=None, compare=False)
 
@@ -66,6 +98,13 @@ class ServerSettings:
         return is_loopback(self.host)
 
     @property
+    def unsigned_webhooks(self) -> bool:
+        """The local-development exception: under ``--scheduler`` on loopback, with neither a webhook
+        secret nor a token, the ingress accepts unsigned demands (from non-browser clients only). A
+        configured token means the operator secured the server, so the route then needs a secret."""
+        return self.scheduler and not self.webhook_secrets and self.loopback and self.token is None
+
+    @property
     def webhooks_enabled(self) -> bool:
-        """The ingress is live only under ``--scheduler``, and with a secret unless bound to loopback."""
-        return self.scheduler and (bool(self.webhook_secrets) or self.loopback)
+        """The ingress is live only under ``--scheduler``, with a secret or as the unsigned exception."""
+        return self.scheduler and (bool(self.webhook_secrets) or self.unsigned_webhooks)

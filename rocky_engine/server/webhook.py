@@ -3,7 +3,9 @@
 The checks run in this order, and each answer is final:
 
 1. ``404`` unless the server runs ``--scheduler`` (nothing else would consume the demand) and has a secret
-   (``ROCKY_WEBHOOK_SECRET``), or is bound to loopback (local development: unsigned requests accepted);
+   (``ROCKY_WEBHOOK_SECRET``), or is bound to loopback without a token (local development: unsigned
+   requests accepted, but ``403`` for one a browser sent: it carries ``Origin`` or ``Sec-Fetch-Site``, and
+   a page open on the developer's machine must not fire pipelines);
 2. ``413`` for a body over 1 MiB (refused before it is read in full);
 3. ``401`` for a missing or wrong signature (``signatures.py``: X-Rocky-Signature or Standard Webhooks);
 4. ``429`` with ``Retry-After`` from a token bucket, before anything is written;
@@ -58,6 +60,13 @@ async def _trigger(ctx: ServerContext, request: Request) -> Response:
     if not settings.webhook_secrets and not settings.loopback:
         return error_response(404, "not_found", "webhook ingress is off: set ROCKY_WEBHOOK_SECRET (or bind "
                               "to loopback for unsigned local use)")
+    if not settings.webhook_secrets and settings.token is not None:
+        return error_response(404, "not_found", "webhook ingress is off: a token is configured, so the route "
+                              "needs ROCKY_WEBHOOK_SECRET (unsigned demands are refused)")
+    if not settings.webhook_secrets and _from_a_browser(request):
+        return error_response(403, "signature_required", "an unsigned webhook is accepted only from a client "
+                              "that sends no Origin or Sec-Fetch-Site header (never from a web page); set "
+                              "ROCKY_WEBHOOK_SECRET and sign the request")
     try:
         body = await read_body(request, MAX_WEBHOOK_BODY_BYTES)
     except BodyTooLarge:
@@ -98,3 +107,8 @@ async def _trigger(ctx: ServerContext, request: Request) -> Response:
     log.info("webhook demand %s accepted for %s%s", written.demand_uid, pipeline,
              f" (delivery {delivery})" if delivery else "")
     return json_response(DemandAnswer(demand="accepted", demand_uid=written.demand_uid), 202)
+
+
+def _from_a_browser(request: Request) -> bool:
+    """Browsers mark every request they send with ``Origin`` (POST) or the Fetch metadata headers."""
+    return request.headers.get("origin") is not None or request.headers.get("sec-fetch-site") is not None

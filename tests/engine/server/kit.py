@@ -27,7 +27,7 @@ from rocky_engine.project import load_project
 from rocky_engine.server.app import create_app
 from rocky_engine.server.context import ServerContext, build_context
 from rocky_engine.server.drain import Drain, DrainingServer
-from rocky_engine.server.runner import bind
+from rocky_engine.server.runner import bind, uvicorn_config
 from rocky_engine.server.scheduler_loop import SchedulerLoop
 from rocky_engine.server.settings import ServerSettings
 from rocky_engine.server.signatures import rocky_signature
@@ -82,12 +82,7 @@ class InProcessServer:
         self.drain = Drain(self.ctx, self.loop)
         self._sock = bind("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        import uvicorn
-
-        config = uvicorn.Config(
-            create_app(self.ctx, self.drain), lifespan="on", log_config=None, access_log=False,
-            timeout_graceful_shutdown=max(1, int(self.settings.drain_timeout_seconds)),
-        )
+        config = uvicorn_config(create_app(self.ctx, self.drain), self.settings)
         self.server = DrainingServer(config, self.drain)
         self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 

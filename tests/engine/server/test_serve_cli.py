@@ -68,6 +68,16 @@ def test_a_store_newer_than_this_engine_is_refused(tmp_path: Path) -> None:
         (["--drain-timeout-seconds", "-1"], "must be 0 or more, got -1"),
         (["--port", "70000"], "port must be 0-65535"),
         (["--webhook-burst", "0"], "--webhook-burst must be at least 1, got 0"),
+        (["--max-connections", "0"], "--max-connections: must be at least 1, got 0"),
+        (["--max-header-bytes", "512"], "--max-header-bytes: must be at least 1024, got 512"),
+        (["--max-header-bytes", "lots"], "'lots' is not a whole number"),
+        (["--request-timeout-seconds", "0"], "--request-timeout-seconds: must be greater than 0, got 0"),
+        (["--allowed-host", "https://rocky.example.com"],
+         "error: --allowed-host takes a host name or IP address without scheme, port or path (like "
+         "rocky.example.com), got 'https://rocky.example.com'"),
+        (["--allowed-origin", "dash.example.com"],
+         "error: --allowed-origin takes an origin like https://dash.example.com or http://localhost:3000 "
+         "(scheme, host, optional port; no path), got 'dash.example.com'"),
     ],
 )
 def test_bad_flags(tmp_path: Path, args: list[str], message: str) -> None:
@@ -84,6 +94,14 @@ def test_a_token_from_the_environment_protects_the_api(tmp_path: Path) -> None:
         assert "auth: bearer token" in srv.log()
 
 
+def test_a_bad_allowed_host_in_the_environment_is_refused(tmp_path: Path) -> None:
+    simple_project(tmp_path)
+    proc = _serve(tmp_path, env={"ROCKY_SERVE_ALLOWED_HOSTS": "ok.example,bad.example:8080"})
+    assert proc.returncode == 1
+    assert "--allowed-host takes a host name or IP address" in proc.stderr
+    assert "'bad.example:8080'" in proc.stderr
+
+
 def test_help_does_not_import_the_server_stack() -> None:
     code = (
         "import sys; from rocky_engine.cli.main import build_parser; build_parser(); "
@@ -93,6 +111,8 @@ def test_help_does_not_import_the_server_stack() -> None:
     assert out.stdout.strip() == "[]", out.stderr
     help_text = subprocess.run([*ROCKY, "serve", "--help"], capture_output=True, text=True, timeout=60).stdout
     for flag in ("--host", "--port", "--token", "--scheduler", "--poll-interval-seconds",
-                 "--drain-timeout-seconds"):
+                 "--drain-timeout-seconds", "--allowed-host", "--allowed-origin", "--max-connections",
+                 "--max-header-bytes", "--request-timeout-seconds", "ROCKY_SERVE_ALLOWED_HOSTS",
+                 "ROCKY_SERVE_ALLOWED_ORIGINS"):
         assert flag in help_text
     assert "--kill-grace-seconds" not in help_text
