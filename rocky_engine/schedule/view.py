@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.schedule.backoff import active_backoff
-from rocky_engine.schedule.plan import SchedulePlan, build_plan
+from rocky_engine.schedule.plan import SchedulePlan, build_plan, freshness_budget, resolve_schedule
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.claims import ClaimRepo
@@ -64,8 +64,11 @@ def schedule_status(
             doc["after"] = list(pp.after)
         if pp.freshness:
             doc["freshness"] = True
-        if pp.config_error:
-            doc["config_error"] = pp.config_error
+        # The tick's own rule (the plan checked the crons already): what the tick skips as config_error
+        # is reported here, a freshness schedule without a budget included.
+        resolution = resolve_schedule(pp, lambda p: freshness_budget(project, p), check_cron=False)
+        if resolution.config_error:
+            doc["config_error"] = resolution.config_error
         facts = {
             "last_evaluated_at": _ts(row.last_evaluated_at),
             "last_fire": _ts(row.last_fire),
