@@ -115,13 +115,20 @@ class ScheduleRepo:
             conn.executemany(_UPSERT, values)
 
     def touch_evaluated(self, pipelines: Iterable[str], now: datetime) -> None:
-        """Stamp ``last_evaluated_at`` on existing rows in one statement."""
+        """Stamp ``last_evaluated_at`` on existing rows in one statement; it only ever moves forward.
+
+        ``doctor --check scheduler`` reads it as "a reconciler evaluated this recently": a tick run with a
+        ``--now`` in the past (a replay, a test of a schedule) must not make a live timer look dead.
+        Timestamps are fixed-width UTC text, so comparing them as text compares the instants.
+        """
         names = json.dumps(list(pipelines))
+        stamp = to_db(now)
         with self._store.transaction() as conn:
             conn.execute(
                 "UPDATE schedule_state SET last_evaluated_at = ? "
-                "WHERE pipeline IN (SELECT value FROM json_each(?))",
-                (to_db(now), names),
+                "WHERE pipeline IN (SELECT value FROM json_each(?)) "
+                "AND (last_evaluated_at IS NULL OR last_evaluated_at < ?)",
+                (stamp, names, stamp),
             )
 
     def set_paused(self, pipeline: str, paused: bool, now: datetime) -> ScheduleRow:
