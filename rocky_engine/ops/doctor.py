@@ -14,6 +14,7 @@ out (or, when asked for with ``--check``, reported Critical with the reason).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
@@ -267,19 +268,28 @@ def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
     if not path.exists():
         return Finding("healthy", f"no state store yet; this engine writes schema version {SCHEMA_VERSION}")
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
-        finally:
-            conn.close()
-        version = int(row[0]) if row is not None else 0
+        version = _file_schema_version(path)
+        if version < SCHEMA_VERSION:
+            from rocky_engine.state.store import StateStore
+
+            # Opening migrates an older store, as every command's first open does (`--check state_schema`
+            # alone may be the first).
+            with contextlib.suppress(StateError), StateStore.open(path, writer=False):
+                pass
+            version = _file_schema_version(path)
     except (sqlite3.Error, ValueError, TypeError) as exc:
         return Finding("warning", f"cannot read the schema version of {path}: {exc}")
     if version == SCHEMA_VERSION:
         return Finding("healthy", f"schema version {version} (current)")
     if version < SCHEMA_VERSION:
+        # Every command migrates an older store when it opens it; one still older here had a busy writer
+        # (an older rocky still running against it, or a file this user cannot write).
         return Finding(
-            "healthy", f"schema version {version}; the next write migrates it to {SCHEMA_VERSION}"
+            "warning",
+            f"schema version {version}, older than this engine ({SCHEMA_VERSION}): its writer was busy or "
+            "the file is not writable by this user, so it was read as it is; the next command that finds "
+            f"the writer free migrates it to {SCHEMA_VERSION}",
+            ("stop any older rocky that still runs against this store (upgrade every rocky of the project)",),
         )
     if on_schema_mismatch == "fail":
         return Finding(
@@ -294,6 +304,15 @@ def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
         "local state (on_schema_mismatch = \"recreate\")",
         ("upgrade rocky on this host so it reads the store's history and watermarks",),
     )
+
+
+def _file_schema_version(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row is not None else 0
 
 
 def check_remote_state(project: Project, name: str) -> Finding:

@@ -4,8 +4,12 @@ Opening rules (CONTRACT section 5, seeds/deployment-contract.md "Mixed versions 
 
 - A writer creates the directory, takes a non-blocking exclusive ``flock`` on ``<file>.lock`` (a second
   writer fails fast with ``StateLockedError``), and migrates an older store forward in one transaction.
-- A reader never takes that lock and opens the file read-only. A missing file reads as an empty store; an
-  older store is copied into memory and migrated there, so a reader never writes.
+- A reader opens the file read-only and never holds the writer lock while it reads. A missing file reads
+  as an empty store. An older store is migrated forward by the first command that opens it, readers
+  included (seeds/deployment-contract.md: "It migrates the store forward on first open. Every command
+  does this"): the reader takes the writer lock without waiting, migrates the file in one transaction,
+  releases the lock and reads the migrated file. Only when the writer is busy (or the file is not the
+  user's to write) does it read a private in-memory copy migrated there, leaving the file as it is.
 - A store newer than this engine is refused (``StateSchemaError``), or with ``on_newer="recreate"`` left
   untouched while the caller works on a fresh temporary store flagged ``downgraded`` (never uploaded).
 
@@ -46,6 +50,7 @@ OnNewer = Literal["refuse", "recreate"]
 BUSY_TIMEOUT_MS = 5000
 _CORRUPT_CODES = frozenset({"SQLITE_NOTADB", "SQLITE_CORRUPT"})
 _BUSY_CODES = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
+_READONLY_CODES = frozenset({"SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH"})
 
 log = get_logger("state")
 
@@ -167,16 +172,14 @@ class StateStore:
                     _empty_memory(scripts, path), path=path, db_path=None, writer=False, downgraded=True
                 )
             if version < len(scripts):
-                # Readers never write: migrate a private in-memory copy; the next writer migrates the file.
-                memory = _connect(":memory:", uri=False, path=path)
-                try:
-                    conn.backup(memory)
-                except sqlite3.Error as exc:
-                    raise _state_error(path, exc, "copy the store for reading") from exc
-                finally:
-                    conn.close()
-                _migrate(memory, version, scripts, path)
-                conn = memory
+                # "It migrates the store forward on first open. Every command does this": a reader too,
+                # under the writer lock, and reads the migrated file.
+                conn.close()
+                migrated = _migrate_in_place(path, scripts)
+                conn = _connect(uri, uri=True, path=path)
+                version = _read_version(conn, path) if migrated else version
+            if version < len(scripts):
+                conn = _migrated_copy(conn, path, scripts)
                 db_path = None
             else:
                 db_path = path
@@ -372,6 +375,59 @@ def _configure_writer(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA synchronous = FULL")
     except sqlite3.Error as exc:
         raise _state_error(path, exc, "open") from exc
+
+
+def _migrate_in_place(path: Path, scripts: tuple[str, ...]) -> bool:
+    """Migrate the older store at ``path`` for a reader, under the writer lock; False when it cannot now.
+
+    The lock is taken without waiting. A busy writer is either an engine of this version (it migrated
+    the file when it opened it) or an older one still running (its store must not change under it); either
+    way the reader reads the file as it is and the next command that finds the lock free migrates it. A
+    file or directory this user cannot write is read as it is too.
+    """
+    try:
+        fd = try_writer_lock(path)
+    except StateError:
+        return False  # no lock file can be made here (a read-only directory): not ours to migrate
+    if fd is None:
+        log.debug(f"state store at {path} has an older schema and its writer is busy; reading it as is")
+        return False
+    try:
+        conn = _connect(str(path), uri=False, path=path)
+        try:
+            _configure_writer(conn, path)
+            version = _read_version(conn, path)
+            if version < len(scripts):
+                _migrate(conn, version, scripts, path)
+        finally:
+            conn.close()
+    except StateError as exc:
+        if isinstance(exc.__cause__, sqlite3.Error) and _code(exc.__cause__) in _READONLY_CODES:
+            return False
+        raise
+    finally:
+        os.close(fd)
+    return True
+
+
+def _migrated_copy(conn: sqlite3.Connection, path: Path, scripts: tuple[str, ...]) -> sqlite3.Connection:
+    """A private in-memory copy of the older store behind ``conn`` (closed), migrated: a reader that cannot
+    migrate the file reads this."""
+    memory = _connect(":memory:", uri=False, path=path)
+    try:
+        conn.backup(memory)
+    except sqlite3.Error as exc:
+        memory.close()
+        raise _state_error(path, exc, "copy the store for reading") from exc
+    finally:
+        conn.close()
+    try:
+        # The version of the copy itself: a writer may have migrated the file since it was first read.
+        _migrate(memory, _read_version(memory, path), scripts, path)
+    except BaseException:
+        memory.close()
+        raise
+    return memory
 
 
 def _empty_memory(scripts: tuple[str, ...], path: Path) -> sqlite3.Connection:
