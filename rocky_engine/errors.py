@@ -14,7 +14,8 @@ Tree::
     │   └── UnknownDependencyError
     ├── StateError              the state store
     │   ├── StateLockedError    another writer holds the flock
-    │   └── StateSchemaError    the store is newer than this engine
+    │   ├── StateSchemaError    the store is newer than this engine
+    │   └── StateDamagedError   the file, or a value stored in it, is damaged
     ├── AdapterError            a warehouse statement failed (carries failure_kind)
     ├── ConnectorError          child connector protocol / validation
     ├── HookAbort               a command hook with on_failure = "abort" failed
@@ -113,6 +114,10 @@ class StateLockedError(StateError):
 
 class StateSchemaError(StateError):
     """The state store was written by a newer engine."""
+
+
+class StateDamagedError(StateError):
+    """The state file is corrupt, or a value stored in it no longer parses: nothing can use it as it is."""
 
 
 class AdapterError(RockyError):

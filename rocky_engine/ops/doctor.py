@@ -5,7 +5,8 @@ Checks, in order: ``config``, ``state``, ``state_schema``, ``adapters``, ``pipel
 (only on a remote ``[state] backend``). Severity rules from the seed:
 
 - config problems and an unreachable warehouse (or rejected credentials) are Critical: a run would fail;
-- a degraded or unreadable local state store is a Warning: a run can still start (and recreate it);
+- a degraded or unreadable local state store is a Warning: a run can still start (and recreate it); a
+  damaged one (corrupt, or a stored value that no longer parses) is Critical: every command fails on it;
 - a wedged scheduler (tick.lock held, heartbeat stale) is Critical, a timer that looks dead a Warning.
 
 Any Critical makes the command exit 3. When rocky.toml does not load, the checks that need it are left
@@ -23,13 +24,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import quote
 
 from rocky_engine import __version__
-from rocky_engine.errors import ConfigError, RockyError, StateError, StateSchemaError, UsageError
+from rocky_engine.errors import (
+    ConfigError,
+    RockyError,
+    StateDamagedError,
+    StateError,
+    StateSchemaError,
+    UsageError,
+)
 from rocky_engine.output import Result, WireModel, md_table, render_rows
 from rocky_engine.project import Project, load_project
+
+if TYPE_CHECKING:
+    from rocky_engine.state.store import StateStore
 
 Status = Literal["healthy", "warning", "critical"]
 CHECK_NAMES: tuple[str, ...] = (
@@ -227,7 +238,13 @@ def check_config(project: Project | None, load_error: str | None) -> Finding:
 
 
 def check_state(path: Path) -> Finding:
-    """The local state store opens and passes SQLite's quick check; degraded or unreadable is a Warning."""
+    """The local state store opens, passes SQLite's quick check and its rows read back.
+
+    Damaged (SQLite finds corruption, or a stored value no longer parses) is Critical: every run, tick and
+    history of the project fails on it until it is restored or moved aside. A store that merely cannot be
+    read by this user, or a directory that is not writable, is a Warning (seed: a degraded or unreadable
+    local store does not fail the pre-flight on its own).
+    """
     from rocky_engine.state.store import StateStore
 
     if not path.exists():
@@ -237,21 +254,32 @@ def check_state(path: Path) -> Finding:
                 (f"make {path.parent} writable by the user that runs rocky",),
             )
         return Finding("healthy", f"no state store yet at {path}; the first run creates it")
+    aside = f"restore a backup of {path}, or move it aside (mv {path} {path}.corrupt) to start fresh"
+    from rocky_engine.state.store_errors import no_space_left
+
+    if no_space_left(path):
+        return Finding(
+            "critical", f"no space left on {path.parent}, which holds the state store {path}: every run and "
+            "tick fails until there is", (f"free space on {path.parent}",),
+        )
     try:
         with StateStore.open(path, writer=False) as store:
             problems = [str(r[0]) for r in store.query("PRAGMA quick_check")]
             runs = int(store.query("SELECT COUNT(*) FROM run_history")[0][0])
+            if problems == ["ok"]:
+                _read_back(store)
     except StateSchemaError:
         return Finding("warning", f"state store at {path} is newer than this engine (see state_schema)")
+    except StateDamagedError as exc:
+        return Finding("critical", str(exc), (aside,))
     except StateError as exc:
         return Finding(
             "warning", f"state store is unreadable: {exc}",
-            (f"move it aside (mv {path} {path}.corrupt); the next run starts a fresh store",),
+            (f"check that the user running rocky can read {path}",),
         )
     if problems != ["ok"]:
         return Finding(
-            "warning", f"state store at {path} is damaged: {'; '.join(problems[:3])}",
-            (f"restore a backup of {path}, or move it aside to start fresh",),
+            "critical", f"state store at {path} is damaged: {'; '.join(problems[:3])}", (aside,),
         )
     if not os.access(path.parent, os.W_OK):
         return Finding(
@@ -259,6 +287,19 @@ def check_state(path: Path) -> Finding:
             (f"make {path.parent} writable by the user that runs rocky",),
         )
     return Finding("healthy", f"{path} readable, {runs} run(s) recorded")
+
+
+def _read_back(store: StateStore) -> None:
+    """Decode what the other commands read first (history's window, the scheduler's cursors and claims,
+    the watermarks): damage SQLite's quick check cannot see (a timestamp overwritten with other text)
+    raises StateDamagedError here rather than in the next run."""
+    from rocky_engine.state.claims import ClaimRepo
+    from rocky_engine.state.schedule import ScheduleRepo
+
+    store.runs.list(limit=50)
+    store.watermarks.all()
+    ScheduleRepo(store).all()
+    ClaimRepo(store).submitted()
 
 
 def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:

@@ -174,11 +174,11 @@ class RunRepo:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_from_row(r) for r in self._store.query(sql, params)]
+        return self._store.decoded(self._store.query(sql, params), _from_row)
 
     def get(self, run_id: str) -> RunRecord | None:
         rows = self._store.query(f"{_SELECT} WHERE run_id = ?", (run_id,))
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def latest(self, pipeline: str, status: str | None = None) -> RunRecord | None:
         """The run of ``pipeline`` (with ``status`` when given) that finished last; an index seek."""
@@ -191,14 +191,14 @@ class RunRepo:
                 f"{_SELECT} WHERE pipeline = ? AND status = ? ORDER BY finished_at DESC LIMIT 1",
                 (pipeline, status),
             )
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def by_submission_id(self, submission_id: str) -> RunRecord | None:
         """The newest run launched with this submission id (the scheduler's child), if it recorded one."""
         rows = self._store.query(
             f"{_SELECT} WHERE submission_id = ? ORDER BY started_at DESC LIMIT 1", (submission_id,)
         )
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
 
 def _to_row(record: RunRecord) -> tuple[Any, ...]:

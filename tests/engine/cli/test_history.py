@@ -209,7 +209,7 @@ def test_corrupt_store_is_reported(project: Path) -> None:
     path.write_bytes(b"garbage" * 1000)
     proc = rocky(project, "history")
     assert proc.returncode == 1
-    assert f"error: state store at {path} is not a readable SQLite database" in proc.stderr
+    assert f"error: state store at {path} is damaged: SQLite cannot " in proc.stderr
     assert "move it aside" in proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -24,7 +24,8 @@ EARLIER = "2026-05-01T00:00:00Z"
 
 
 def _project(root: Path) -> Path:
-    return write_project(root, transformation("hourly", 'cron = "0 * * * *"'), {"good.sql": "select 1 as x\n"})
+    body = transformation("hourly", 'cron = "0 * * * *"')
+    return write_project(root, body, {"good.sql": "select 1 as x\n"})
 
 
 def _stamps(store: Path) -> dict[str, str]:
@@ -50,7 +51,9 @@ def test_a_tick_in_the_past_never_moves_last_evaluated_at_backwards(tmp_path: Pa
 
     # the doctor reads the newer stamp: twenty minutes before its --now, an hourly timer is alive (the
     # older stamp would be 27 hours old: a dead timer)
-    doctor = rocky(tmp_path, "doctor", "--check", "scheduler", "--now", "2026-05-02T03:30:00Z", "--output", "json")
+    doctor = rocky(
+        tmp_path, "doctor", "--check", "scheduler", "--now", "2026-05-02T03:30:00Z", "--output", "json"
+    )
     [check] = json.loads(doctor.stdout)["checks"]
     assert check["status"] == "healthy", check
 

@@ -88,7 +88,9 @@ READERS = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("argv", "code", "fact"), READERS, ids=[" ".join(a) for a, *_ in READERS])
-def test_a_read_only_command_migrates_a_v1_store(tmp_path: Path, argv: list[str], code: int, fact: str) -> None:
+def test_a_read_only_command_migrates_a_v1_store(
+    tmp_path: Path, argv: list[str], code: int, fact: str
+) -> None:
     store = _project(tmp_path)
     assert _version(store) == 1
     result = run_rocky(["-c", str(tmp_path / "rocky.toml"), *argv, "--output", "json"], cwd=tmp_path)
@@ -113,7 +115,8 @@ def test_with_the_writer_busy_the_old_store_is_read_as_it_is_and_migrated_later(
     store = _project(tmp_path)
     before = store.read_bytes()
     older = subprocess.Popen(
-        [sys.executable, "-c", OLD_WRITER, str(store)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", OLD_WRITER, str(store)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     assert older.stdin is not None and older.stdout is not None
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
+from rocky_engine.errors import StateDamagedError, StateError, StateLockedError, StateSchemaError
 from rocky_engine.state import SCHEMA_VERSION, StateStore, lock_path_of
 from rocky_engine.state.schema import MIGRATIONS
 
@@ -349,7 +349,8 @@ def test_corrupt_file_names_the_file_and_says_to_move_it(tmp_path: Path, writer:
     with pytest.raises(StateError) as info:
         StateStore.open(path, writer=writer)
     message = str(info.value)
-    assert message.startswith(f"state store at {path} is not a readable SQLite database")
+    assert message.startswith(f"state store at {path} is damaged: SQLite cannot ")
+    assert isinstance(info.value, StateDamagedError)
     assert f"move it aside (mv {path} {path}.corrupt)" in message
     assert path.read_bytes() == garbage
     # a failed writer open does not keep the lock: the next attempt meets the same error, not the lock
