@@ -175,7 +175,8 @@ def test_a_full_disk_says_no_space_left_not_disk_io_error(tmp_path: Path, tiny_f
     doctor = run_rocky([*flags, "doctor", "--check", "state", "--output", "json"], cwd=tmp_path)
     assert doctor.returncode == 3
     [check] = json.loads(doctor.stdout)["checks"]
-    assert check["status"] == "critical" and check["message"].startswith(f"no space left on {tiny_filesystem}")
+    assert check["status"] == "critical"
+    assert check["message"].startswith(f"no space left on {tiny_filesystem}")
     (tiny_filesystem / "filler").unlink()
     again = run_rocky([*flags, "history", "--output", "json"], cwd=tmp_path)
     assert again.returncode == 0 and "run-20260301-080000-000" in again.stdout
