@@ -31,7 +31,7 @@ from rocky_engine.config.pipelines import PIPELINE_CLASSES, PIPELINE_TYPES
 from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
 from rocky_engine.config.toml_file import parse_toml, read_text
 from rocky_engine.config.unknown_keys import unknown_key_warnings
-from rocky_engine.errors import ConfigError
+from rocky_engine.errors import ConfigError, one_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -132,7 +132,8 @@ def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyC
         state=state,
         hook=hook,
         connectors=connectors,
-        warnings=warnings,
+        # a warning quotes the key it is about, which may hold any character a TOML quoted key can
+        warnings=[one_line(w) for w in warnings],
     )
 
 

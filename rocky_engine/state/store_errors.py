@@ -72,7 +72,7 @@ def no_space_left(path: Path) -> bool:
 
 
 def printable(text: str, limit: int = 160) -> str:
-    """``text`` on one line of printable characters, cut at ``limit`` (damaged bytes must not garble the
-    terminal or split the one-line error)."""
-    flat = "".join(ch if ch.isprintable() else "?" for ch in " ".join(text.split()))
+    """``text`` on one line, cut at ``limit``: a detail quoting a damaged cell (or pydantic's multi-line
+    report) must not swamp the one-line error (RockyError escapes what is not printable)."""
+    flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
