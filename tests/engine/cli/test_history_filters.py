@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from rocky_engine.state import RunRecord, StateStore
+from tests.engine.cli.test_history import _run as daily_run
 from tests.fixtures.inprocess import InProcess, rocky_in_process
 from tests.fixtures.projects import ROCKY, TRANSFORMATION_TOML, child_env, run_rocky
 
@@ -28,17 +29,15 @@ T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 
 
 def _run(i: int, **fields: Any) -> RunRecord:
+    """test_history's run record, ``i`` minutes (not days) after 08:00, 30 s long."""
     start = T0 + timedelta(minutes=i)
     values: dict[str, Any] = {
         "run_id": f"run-20260301-{8 + i // 60:02d}{i % 60:02d}00-000",
-        "pipeline": "orders",
         "started_at": start,
         "finished_at": start + timedelta(seconds=30),
-        "status": "Success",
-        "trigger": "Manual",
+        **fields,
     }
-    values.update(fields)
-    return RunRecord(**values)
+    return daily_run(0, **values)
 
 
 def _project(root: Path, records: list[RunRecord]) -> Path:
