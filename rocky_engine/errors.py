@@ -14,7 +14,8 @@ Tree::
     │   └── UnknownDependencyError
     ├── StateError              the state store
     │   ├── StateLockedError    another writer holds the flock
-    │   └── StateSchemaError    the store is newer than this engine
+    │   ├── StateSchemaError    the store is newer than this engine
+    │   └── StateDamagedError   the file, or a value stored in it, is damaged
     ├── AdapterError            a warehouse statement failed (carries failure_kind)
     ├── ConnectorError          child connector protocol / validation
     ├── HookAbort               a command hook with on_failure = "abort" failed
@@ -25,13 +26,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+_BREAKS = frozenset("\r\n\t\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of printable characters: line breaks become spaces, any other control
+    character is written ``\\xNN``. A message may quote what the user wrote (a key, a value, a stored
+    cell), and a byte from a damaged file must neither split the one-line error nor drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else " " if ch in _BREAKS else f"\\x{ord(ch):02x}" if ord(ch) < 256
+        else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
+
 
 class RockyError(Exception):
-    """Base of every error the engine raises on purpose."""
+    """Base of every error the engine raises on purpose; its message and hint are always one line."""
 
     exit_code: int = 1
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        message = one_line(message)
+        hint = None if hint is None else one_line(hint)
         self.message = message
         self.hint = hint
         super().__init__(message if hint is None else f"{message}; {hint}")
@@ -113,6 +131,10 @@ class StateLockedError(StateError):
 
 class StateSchemaError(StateError):
     """The state store was written by a newer engine."""
+
+
+class StateDamagedError(StateError):
+    """The state file is corrupt, or a value stored in it no longer parses: nothing can use it as it is."""
 
 
 class AdapterError(RockyError):

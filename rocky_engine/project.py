@@ -112,18 +112,24 @@ def project_state_file(
 ) -> Path:
     """The state file of the project whose rocky.toml is ``config_path``, for a command that must find the
     store even when rocky.toml is missing or does not load (``history``, ``state``, ``doctor``)."""
+    return locate_state_file(
+        config_path.absolute().parent, config_if_it_loads(config_path), state_path=state_path,
+        namespace=namespace, reading=reading,
+    )
+
+
+def config_if_it_loads(config_path: Path) -> RockyConfig | None:
+    """rocky.toml when it is there and loads, else None (the commands that need it report why; finding
+    the store of a project whose config is broken must still work)."""
     from rocky_engine.config import load_config
     from rocky_engine.errors import RockyError
 
-    config: RockyConfig | None = None
-    if config_path.is_file():
-        try:
-            config = load_config(config_path)
-        except RockyError:
-            config = None  # the commands that need the config report it; finding the store must not
-    return locate_state_file(
-        config_path.absolute().parent, config, state_path=state_path, namespace=namespace, reading=reading
-    )
+    if not config_path.is_file():
+        return None
+    try:
+        return load_config(config_path)
+    except RockyError:
+        return None
 
 
 def load_project(

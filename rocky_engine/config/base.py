@@ -5,6 +5,12 @@ would silently change behaviour (``[state]``, ``[schedule]``, ``[pipeline.*.sche
 ``[connector.*]``), and lenient ones that ignore extra keys so that newer configs still load. A lenient
 section remembers the keys it ignored (:meth:`LenientModel.ignored_keys`) so loading can warn about them:
 ``[adapter] pth = "x.duckdb"`` must not silently become an in-memory database.
+
+The sections that decide when and how a pipeline runs (``[state]``, ``[schedule]``,
+``[pipeline.*.schedule]``, ``[pipeline.*.execution]``) are also strictly *typed* (:class:`TypedModel`):
+pydantic's lax coercion would read ``freshness = "yes"`` or ``freshness = 1`` as ``true``,
+``enabled = "no"`` as ``false`` and ``after = "hourly"`` as ``["hourly"]``, so a typo would change a schedule
+without a word. There a value of the wrong TOML type is an error naming the key, the value and the type.
 """
 
 from __future__ import annotations
@@ -95,6 +101,12 @@ class StrictModel(BaseModel):
                         {"key": str(key), "valid": ", ".join(_valid_keys(cls))},
                     )
         return data
+
+
+class TypedModel(StrictModel):
+    """A strict section whose values must also have the TOML type the key takes (no coercion)."""
+
+    model_config = ConfigDict(strict=True)
 
 
 def _scalar(value: Any) -> int | float | str:

@@ -67,6 +67,8 @@ def translate(exc: ValidationError, *, file: Path, prefix: Loc) -> ConfigError:
             hint="add it",
         )
 
+    if kind in _EXPECTED:
+        return _type_error(loc, kind, err.get("input"), file)
     message = _clean(err["msg"])
     if not err["loc"] or kind.startswith("rocky_"):
         # Our own rules (types named rocky_*) and whole-table rules already say what is wrong and show
@@ -75,6 +77,67 @@ def translate(exc: ValidationError, *, file: Path, prefix: Loc) -> ConfigError:
     shown = _shown_input(loc, err.get("input"))
     got = f" {shown}" if shown is not None else ""
     return ConfigError(f"invalid value{got}: {message}", file=file, key=dotted(loc))
+
+
+#: pydantic's type-error kinds -> the TOML type the key takes
+_EXPECTED = {
+    "bool_type": "a boolean (true or false)",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+_HINTS = {
+    "bool_type": "write true or false, without quotes",
+    "int_type": "write a whole number, without quotes",
+    "int_from_float": "write a whole number, without quotes",
+    "float_type": "write a number, without quotes",
+    "string_type": "put the value in double quotes",
+}
+
+
+def _type_error(loc: Loc, kind: str, value: Any, file: Path) -> ConfigError:
+    """``pipeline.p.schedule.freshness: expected a boolean (true or false), got the string "yes"``."""
+    key = dotted(loc)
+    got = toml_value(value, secret=_is_secret(loc))
+    hint = _HINTS.get(kind)
+    if kind == "list_type" and isinstance(value, str) and not _is_secret(loc):
+        hint = f"write {loc[-1]} = [{toml_literal(value)}]"
+    elif kind in ("dict_type", "model_type"):
+        hint = f"write {loc[-1]} = {{ key = value }} or a [{key}] table"
+    return ConfigError(f"expected {_EXPECTED[kind]}, got {got}", file=file, key=key, hint=hint)
+
+
+def toml_value(value: Any, *, secret: bool = False) -> str:
+    """How a parsed TOML value reads in a message: ``the string "yes"``, ``the integer 1``, ``an array``."""
+    if isinstance(value, bool):
+        return f"the boolean {toml_literal(value)}"
+    kinds = ((int, "the integer"), (float, "the number"), (str, "the string"))
+    for cls, name in kinds:
+        if isinstance(value, cls):
+            if secret:
+                return name.replace("the ", "a ", 1)
+            text = toml_literal(value)
+            return f"{name} {text}" if len(text) <= 80 else name.replace("the ", "a ", 1)
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date or time" if value is not None else "nothing"
+
+
+def toml_literal(value: bool | int | float | str) -> str:
+    # repr of a str is a TOML literal string ('yes') for every value worth showing; a bool is lower case
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _is_secret(loc: Loc) -> bool:
+    return any(isinstance(p, str) and p in SECRET_KEYS for p in loc)
 
 
 def _clean(msg: str) -> str:
@@ -86,9 +149,9 @@ def _clean(msg: str) -> str:
 
 def _shown_input(loc: Loc, value: Any) -> str | None:
     """``repr`` of a short scalar input, or None when it could be a secret or is too long to help."""
-    if any(isinstance(p, str) and p in SECRET_KEYS for p in loc):
+    if _is_secret(loc):
         return None
     if isinstance(value, bool | int | float | str):
-        text = repr(value)
+        text = toml_literal(value)
         return text if len(text) <= 80 else None
     return None

@@ -10,7 +10,6 @@ import gc
 import hashlib
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,8 +29,9 @@ from rocky_engine.config.hooks import HOOK_EVENTS, CommandHook, HookConfig, Webh
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import PIPELINE_CLASSES, PIPELINE_TYPES
 from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
+from rocky_engine.config.toml_file import parse_toml, read_text
 from rocky_engine.config.unknown_keys import unknown_key_warnings
-from rocky_engine.errors import ConfigError
+from rocky_engine.errors import ConfigError, one_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -73,14 +73,7 @@ def load_config(path: Path, *, env: Mapping[str, str] | None = None) -> RockyCon
             f"config path {given} is a directory",
             hint="pass the rocky.toml file itself with -c/--config PATH",
         )
-    try:
-        raw_text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError("the file is not UTF-8 text", file=file, hint="save it as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read config file {given}: {exc.strerror}", hint="check its permissions"
-        ) from None
+    raw_text = read_text(file, label="config file")
     text = substitute(raw_text, os.environ if env is None else env, file=file)
     config_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
     # Parsing and validating allocate tens of thousands of objects on a large project (1,000 pipelines),
@@ -89,12 +82,7 @@ def load_config(path: Path, *, env: Mapping[str, str] | None = None) -> RockyCon
     paused = gc.isenabled()
     gc.disable()
     try:
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                f"invalid TOML: {exc}", file=file, hint="fix the syntax at that line and column"
-            ) from None
+        raw = parse_toml(text, file=file)
         return build_config(raw, file=file, config_hash=config_hash)
     finally:
         if paused:
@@ -144,7 +132,8 @@ def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyC
         state=state,
         hook=hook,
         connectors=connectors,
-        warnings=warnings,
+        # a warning quotes the key it is about, which may hold any character a TOML quoted key can
+        warnings=[one_line(w) for w in warnings],
     )
 
 

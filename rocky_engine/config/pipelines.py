@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rocky_engine.config.base import LenientModel, StrictModel
+from rocky_engine.config.base import LenientModel, TypedModel
 from rocky_engine.config.checks import ChecksConfig
+from rocky_engine.config.error_format import toml_literal
 
 #: Pipeline types in the order error messages list them; ``replication`` is the default.
 PIPELINE_TYPES: tuple[str, ...] = ("replication", "transformation", "quality", "snapshot", "load")
@@ -19,7 +20,7 @@ def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-class ExecutionConfig(StrictModel):
+class ExecutionConfig(TypedModel):
     """``[pipeline.NAME.execution]``: how many tables run at once and when the run gives up."""
 
     concurrency: int | Literal["adaptive"] = 4
@@ -35,32 +36,28 @@ class ExecutionConfig(StrictModel):
         raise PydanticCustomError(
             "rocky_concurrency",
             'concurrency must be a positive integer or "adaptive" (got {value})',
-            {"value": repr(value)},
+            {"value": toml_literal(value) if isinstance(value, bool | int | float | str) else "a table"},
         )
 
 
-class ScheduleRetry(StrictModel):
+class ScheduleRetry(TypedModel):
     """``retry = { max = N }``: extra attempts of a failed scheduled run within one demand cycle."""
 
     max: int = Field(default=0, ge=0)
 
 
-class PipelineSchedule(StrictModel):
+class PipelineSchedule(TypedModel):
     """``[pipeline.NAME.schedule]`` (CONTRACT section 6); cron and timezone are checked by validate."""
 
     cron: str | None = None
     timezone: str | None = None
+    #: a list even for one upstream: `after = "hourly"` is refused, never read as ["hourly"]
     after: list[str] = Field(default_factory=list)
     freshness: bool = False
     catchup: Literal["latest", "skip"] = "latest"
     retry: ScheduleRetry = Field(default_factory=ScheduleRetry)
     timeout_minutes: int = Field(default=0, ge=0)
     enabled: bool = True
-
-    @field_validator("after", mode="before")
-    @classmethod
-    def _after_list(cls, value: Any) -> Any:
-        return _as_list(value)
 
 
 class PipelineBase(LenientModel):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
-from rocky_engine.config.base import LenientModel, StrictModel
+from rocky_engine.config.base import LenientModel, TypedModel
 
 StateBackend = Literal["local", "s3", "valkey", "tiered", "gcs"]
 
 
-class IdempotencyConfig(StrictModel):
+class IdempotencyConfig(TypedModel):
     """``[state.idempotency]``: how long run keys are kept and what counts as already done."""
 
     retention_days: int = Field(default=30, ge=1)
@@ -21,7 +21,7 @@ class IdempotencyConfig(StrictModel):
     in_flight_ttl_hours: int = Field(default=24, ge=1)
 
 
-class StateConfig(StrictModel):
+class StateConfig(TypedModel):
     """``[state]``: where the state store lives between runs (``gcs`` parses; remote state refuses it)."""
 
     backend: StateBackend = "local"
@@ -37,7 +37,7 @@ class StateConfig(StrictModel):
     idempotency: IdempotencyConfig = Field(default_factory=IdempotencyConfig)
 
 
-class ScheduleDefaults(StrictModel):
+class ScheduleDefaults(TypedModel):
     """``[schedule]``: project defaults for ``[pipeline.*.schedule]``."""
 
     timezone: str = "UTC"
@@ -46,4 +46,5 @@ class ScheduleDefaults(StrictModel):
 class FreshnessDefaults(LenientModel):
     """``[freshness]``: the budget of ``freshness = true`` schedules that no model budget covers."""
 
-    expected_lag_seconds: int | None = Field(default=None, ge=1)
+    #: strictly an integer: the budget of every freshness schedule must not come from a coerced "3600"
+    expected_lag_seconds: StrictInt | None = Field(default=None, ge=1)

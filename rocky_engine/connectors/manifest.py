@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from pydantic_core import PydanticCustomError
 from rocky_engine.config.base import StrictModel
 from rocky_engine.config.connectors import ConnectorLimits
 from rocky_engine.config.error_format import translate
+from rocky_engine.config.toml_file import parse_toml, read_text
 from rocky_engine.errors import ConfigError
 from rocky_engine.wire.connector import PROTOCOL_VERSION
 
@@ -81,20 +81,12 @@ def load_manifest(path: Path) -> LoadedManifest:
     Raises:
         ConfigError: the file is missing, is not TOML, or breaks a manifest rule (file, key and fix).
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(
             f"connector manifest {path} does not exist",
             hint="fix `manifest` in [connector.<name>] (relative paths start at rocky.toml's directory)",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read connector manifest {path}: {exc}") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}", file=path, hint="fix the syntax at that line and column") \
-            from None
+        )
+    raw = parse_toml(read_text(path, label="connector manifest"), file=path)
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:

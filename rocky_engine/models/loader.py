@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -77,15 +76,10 @@ def _matching_sql_files(models_glob: str, root: Path, base: Path) -> list[Path]:
 
 def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
     from rocky_engine.config.envsubst import substitute
+    from rocky_engine.config.toml_file import parse_toml, read_text
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", file=path) from exc
-    try:
-        return tomllib.loads(substitute(text, environ, file=path))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}", file=path, hint="fix the syntax at that line") from exc
+    label = "model defaults file" if path.name == "_defaults.toml" else "model sidecar"
+    return parse_toml(substitute(read_text(path, label=label), environ, file=path), file=path)
 
 
 def _defaults_for(

@@ -273,15 +273,18 @@ def quality_section(store: StateStore, since: datetime, runs: list[RunRecord]) -
     gate = sum(1 for r in runs if r.extra.get("check_gate_failed"))
     if total == 0 and gate == 0:
         return QualitySection(availability="no_data")
-    failures = [
-        QualityFailure(run_id=str(r["run_id"]), table=str(r["table_key"]), check=str(r["check_name"]),
-                       severity=r["severity"])
-        for r in store.query(
-            "SELECT run_id, table_key, check_name, severity FROM check_history "
-            "WHERE recorded_at >= ? AND passed = 0 ORDER BY recorded_at DESC, id DESC LIMIT ?",
-            (to_db(since), _LISTED),
-        )
-    ]
+    rows = store.query(
+        "SELECT run_id, table_key, check_name, severity FROM check_history "
+        "WHERE recorded_at >= ? AND passed = 0 ORDER BY recorded_at DESC, id DESC LIMIT ?",
+        (to_db(since), _LISTED),
+    )
+    failures = store.decoded(
+        rows,
+        lambda r: QualityFailure(
+            run_id=str(r["run_id"]), table=str(r["table_key"]), check=str(r["check_name"]),
+            severity=r["severity"],
+        ),
+    )
     return QualitySection(
         availability="available", checks_run=total, checks_failed=failed, gate_failed_runs=gate,
         failures=failures,

@@ -7,30 +7,20 @@ inline ``code`` for names. Each section says when it has no data rather than dis
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from rocky_engine.ops.md_text import STATUS_WORD, when
 
 if TYPE_CHECKING:
     from rocky_engine.wire.brief import BriefResult
 
-_STATUS_WORD = {"PartialFailure": "PARTIAL", "Failure": "FAILED"}
-
 
 def render_brief_md(brief: BriefResult) -> str:
-    since, generated = _when(brief.since), _when(brief.generated_at)
+    since, generated = when(brief.since), when(brief.generated_at)
     lines = [f"*Rocky brief* · since {since} ({brief.window}) · generated {generated}"]
     lines += ["", *_runs(brief), "", *_drift(brief), "", *_freshness(brief), "", *_quality(brief), "",
               *_scheduler(brief.scheduler.wire())]
     return "\n".join(lines) + "\n"
-
-
-def _when(stamp: str) -> str:
-    """``2026-05-02T03:00:00.000Z`` -> ``2026-05-02 03:00 UTC``."""
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return stamp
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _age(seconds: int | None) -> str:
@@ -62,11 +52,11 @@ def _runs(brief: BriefResult) -> list[str]:
     head = f"*Runs* — {s.total} run(s): {s.succeeded} succeeded, {s.partial} partial, {s.failed} failed"
     lines = [head]
     for f in s.failures:
-        word = _STATUS_WORD.get(f.status, f.status.upper())
+        word = STATUS_WORD.get(f.status, f.status.upper())
         what = f" — failed: {', '.join(f'`{m}`' for m in f.failed_models[:8])}" if f.failed_models else ""
         more = f" (+{len(f.failed_models) - 8} more)" if len(f.failed_models) > 8 else ""
         error = f"\n  > {f.error}" if f.error else ""
-        at = _when(f.started_at)
+        at = when(f.started_at)
         lines.append(f"- {word} `{f.pipeline or '?'}` `{f.run_id}` at {at}{what}{more}{error}")
     if s.failed + s.partial > len(s.failures):
         lines.append(f"- … {s.failed + s.partial - len(s.failures)} more; see `rocky history`")
@@ -134,7 +124,7 @@ def _scheduler(section: dict[str, Any]) -> list[str]:
                  if isinstance(s, dict)]
         lines.append(f"- failing: {', '.join(parts)}")
     if "last_evaluated_at" in section:
-        lines.append(f"- last tick: {_when(str(section['last_evaluated_at']))}")
+        lines.append(f"- last tick: {when(str(section['last_evaluated_at']))}")
     if "incident_count" in section:
         count = section["incident_count"]
         kept = section.get("incidents_kept")

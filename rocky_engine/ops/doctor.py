@@ -5,7 +5,8 @@ Checks, in order: ``config``, ``state``, ``state_schema``, ``adapters``, ``pipel
 (only on a remote ``[state] backend``). Severity rules from the seed:
 
 - config problems and an unreachable warehouse (or rejected credentials) are Critical: a run would fail;
-- a degraded or unreadable local state store is a Warning: a run can still start (and recreate it);
+- a degraded or unreadable local state store is a Warning: a run can still start (and recreate it); a
+  damaged one (corrupt, or a stored value that no longer parses) is Critical: every command fails on it;
 - a wedged scheduler (tick.lock held, heartbeat stale) is Critical, a timer that looks dead a Warning.
 
 Any Critical makes the command exit 3. When rocky.toml does not load, the checks that need it are left
@@ -14,6 +15,7 @@ out (or, when asked for with ``--check``, reported Critical with the reason).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
@@ -22,15 +24,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from rocky_engine.errors import ConfigError, RockyError, StateError, StateSchemaError, UsageError
+from rocky_engine.errors import (
+    ConfigError,
+    RockyError,
+    StateDamagedError,
+    StateError,
+    StateSchemaError,
+    UsageError,
+)
 from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project, load_project
 from rocky_engine.wire.doctor import DoctorCheck, DoctorResult, DoctorStatus
 
 Status = DoctorStatus
+
+if TYPE_CHECKING:
+    from rocky_engine.state.store import StateStore
 
 CHECK_NAMES: tuple[str, ...] = (
     "config", "state", "state_schema", "adapters", "pipelines", "auth", "scheduler", "state_rw",
@@ -210,7 +222,13 @@ def check_config(project: Project | None, load_error: str | None) -> Finding:
 
 
 def check_state(path: Path) -> Finding:
-    """The local state store opens and passes SQLite's quick check; degraded or unreadable is a Warning."""
+    """The local state store opens, passes SQLite's quick check and its rows read back.
+
+    Damaged (SQLite finds corruption, or a stored value no longer parses) is Critical: every run, tick and
+    history of the project fails on it until it is restored or moved aside. A store that merely cannot be
+    read by this user, or a directory that is not writable, is a Warning (seed: a degraded or unreadable
+    local store does not fail the pre-flight on its own).
+    """
     from rocky_engine.state.store import StateStore
 
     if not path.exists():
@@ -220,21 +238,32 @@ def check_state(path: Path) -> Finding:
                 (f"make {path.parent} writable by the user that runs rocky",),
             )
         return Finding("healthy", f"no state store yet at {path}; the first run creates it")
+    aside = f"restore a backup of {path}, or move it aside (mv {path} {path}.corrupt) to start fresh"
+    from rocky_engine.state.store_errors import no_space_left
+
+    if no_space_left(path):
+        return Finding(
+            "critical", f"no space left on {path.parent}, which holds the state store {path}: every run and "
+            "tick fails until there is", (f"free space on {path.parent}",),
+        )
     try:
         with StateStore.open(path, writer=False) as store:
             problems = [str(r[0]) for r in store.query("PRAGMA quick_check")]
             runs = int(store.query("SELECT COUNT(*) FROM run_history")[0][0])
+            if problems == ["ok"]:
+                _read_back(store)
     except StateSchemaError:
         return Finding("warning", f"state store at {path} is newer than this engine (see state_schema)")
+    except StateDamagedError as exc:
+        return Finding("critical", str(exc), (aside,))
     except StateError as exc:
         return Finding(
             "warning", f"state store is unreadable: {exc}",
-            (f"move it aside (mv {path} {path}.corrupt); the next run starts a fresh store",),
+            (f"check that the user running rocky can read {path}",),
         )
     if problems != ["ok"]:
         return Finding(
-            "warning", f"state store at {path} is damaged: {'; '.join(problems[:3])}",
-            (f"restore a backup of {path}, or move it aside to start fresh",),
+            "critical", f"state store at {path} is damaged: {'; '.join(problems[:3])}", (aside,),
         )
     if not os.access(path.parent, os.W_OK):
         return Finding(
@@ -244,6 +273,19 @@ def check_state(path: Path) -> Finding:
     return Finding("healthy", f"{path} readable, {runs} run(s) recorded")
 
 
+def _read_back(store: StateStore) -> None:
+    """Decode what the other commands read first (history's window, the scheduler's cursors and claims,
+    the watermarks): damage SQLite's quick check cannot see (a timestamp overwritten with other text)
+    raises StateDamagedError here rather than in the next run."""
+    from rocky_engine.state.claims import ClaimRepo
+    from rocky_engine.state.schedule import ScheduleRepo
+
+    store.runs.list(limit=50)
+    store.watermarks.all()
+    ScheduleRepo(store).all()
+    ClaimRepo(store).submitted()
+
+
 def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
     """The store's schema version against this engine's."""
     from rocky_engine.state.schema import SCHEMA_VERSION
@@ -251,19 +293,28 @@ def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
     if not path.exists():
         return Finding("healthy", f"no state store yet; this engine writes schema version {SCHEMA_VERSION}")
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
-        finally:
-            conn.close()
-        version = int(row[0]) if row is not None else 0
+        version = _file_schema_version(path)
+        if version < SCHEMA_VERSION:
+            from rocky_engine.state.store import StateStore
+
+            # Opening migrates an older store, as every command's first open does (`--check state_schema`
+            # alone may be the first).
+            with contextlib.suppress(StateError), StateStore.open(path, writer=False):
+                pass
+            version = _file_schema_version(path)
     except (sqlite3.Error, ValueError, TypeError) as exc:
         return Finding("warning", f"cannot read the schema version of {path}: {exc}")
     if version == SCHEMA_VERSION:
         return Finding("healthy", f"schema version {version} (current)")
     if version < SCHEMA_VERSION:
+        # Every command migrates an older store when it opens it; one still older here had a busy writer
+        # (an older rocky still running against it, or a file this user cannot write).
         return Finding(
-            "healthy", f"schema version {version}; the next write migrates it to {SCHEMA_VERSION}"
+            "warning",
+            f"schema version {version}, older than this engine ({SCHEMA_VERSION}): its writer was busy or "
+            "the file is not writable by this user, so it was read as it is; the next command that finds "
+            f"the writer free migrates it to {SCHEMA_VERSION}",
+            ("stop any older rocky that still runs against this store (upgrade every rocky of the project)",),
         )
     if on_schema_mismatch == "fail":
         return Finding(
@@ -278,6 +329,15 @@ def check_state_schema(path: Path, on_schema_mismatch: str) -> Finding:
         "local state (on_schema_mismatch = \"recreate\")",
         ("upgrade rocky on this host so it reads the store's history and watermarks",),
     )
+
+
+def _file_schema_version(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row is not None else 0
 
 
 def check_remote_state(project: Project, name: str) -> Finding:

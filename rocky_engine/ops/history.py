@@ -1,21 +1,27 @@
 """``rocky history``: past runs read back from the state store (CONTRACT section 8).
 
 The newest 50 runs, or with ``--model`` the newest 50 executions of one model. ``--audit`` adds the
-governance trail of each run (host, identity, config hash, idempotency key, exit code).
+governance trail of each run (host, identity, config hash, idempotency key, exit code). ``--status``,
+``--trigger`` and ``--pipeline`` narrow the runs in the query itself, before the 50-run window, so the
+scheduled runs of a busy project are not crowded out by its manual ones. How it reads to a person (a
+coloured table on a terminal, Slack-ready Markdown) is ``history_render``'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import PrivateAttr
 
 from rocky_engine.errors import UsageError
-from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.ops import history_render as render
+from rocky_engine.ops.md_text import when
+from rocky_engine.output import Result
 from rocky_engine.state._time import rfc3339, utc
-from rocky_engine.state.runs import RunRecord
+from rocky_engine.state.runs import RUN_STATUSES, RUN_TRIGGERS, RunRecord
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.history import HistoryResult, HistoryRun, ModelExecutionRow, ModelHistoryResult
 
@@ -28,18 +34,37 @@ class HistoryOutput(HistoryResult, Result):
 
     #: --audit was asked for: the table shows the audit columns (not part of the JSON document).
     _audit: bool = PrivateAttr(default=False)
+    #: the filters applied, in words (empty: none), for the people-facing forms
+    _note: str = PrivateAttr(default="")
 
     def render_table(self) -> str:
         if not self.runs:
-            return "no runs recorded yet\n"
+            return f"no runs {'match ' + self._note if self._note else 'recorded yet'}\n"
         headers, rows = self._grid()
-        return render_rows(None, headers, rows)
+        styles = [render.row_style(r.status, bool(r.interrupted)) for r in self.runs]
+        return render.table(None, headers, rows, styles)
 
     def render_md(self) -> str:
+        counts = {
+            "failed": sum(r.status == "Failure" for r in self.runs),
+            "partial": sum(r.status == "PartialFailure" for r in self.runs),
+            "interrupted": sum(bool(r.interrupted) for r in self.runs),
+        }
+        lines = [render.md_title(f"{len(self.runs)} run(s), newest first", counts, self._note)]
         if not self.runs:
-            return "_no runs recorded yet_\n"
-        headers, rows = self._grid()
-        return md_table(headers, rows)
+            lines.append(f"- no runs {'match' if self._note else 'recorded yet'}")
+        for r in self.runs:
+            details = [human_duration(r.duration_ms), r.trigger, f"{r.models_executed} model(s)"]
+            if self._audit:
+                details += [
+                    f"host `{r.hostname}`" if r.hostname else "",
+                    f"exit {r.exit_code}" if r.exit_code is not None else "",
+                    f"key `{r.idempotency_key}`" if r.idempotency_key else "",
+                ]
+            lines.append(
+                render.md_run_line(r.status, bool(r.interrupted), r.pipeline, r.run_id, r.started_at, details)
+            )
+        return "\n".join(lines) + "\n"
 
     def _grid(self) -> tuple[list[str], list[list[str]]]:
         audit = self._audit
@@ -49,8 +74,9 @@ class HistoryOutput(HistoryResult, Result):
         rows: list[list[str]] = []
         for r in self.runs:
             row = [
-                r.run_id, r.started_at, human_duration(r.duration_ms), r.status, r.trigger,
-                str(r.models_executed), r.pipeline or "",
+                r.run_id, r.started_at, human_duration(r.duration_ms),
+                render.status_text(r.status, bool(r.interrupted)), r.trigger, str(r.models_executed),
+                r.pipeline or "",
             ]
             if audit:
                 row += [
@@ -68,12 +94,23 @@ class ModelHistoryOutput(ModelHistoryResult, Result):
     def render_table(self) -> str:
         if not self.executions:
             return f"no recorded executions of model '{self.model}'\n"
-        return render_rows(f"model {self.model}", *self._grid())
+        styles = [render.row_style(e.status) for e in self.executions]
+        return render.table(f"model {self.model}", *self._grid(), styles)
 
     def render_md(self) -> str:
+        failed = sum(e.status != "success" for e in self.executions)
+        lines = [render.md_title(f"model `{self.model}`, {len(self.executions)} execution(s)",
+                                 {"not successful": failed}, "")]
         if not self.executions:
-            return f"_no recorded executions of model `{self.model}`_\n"
-        return f"**model `{self.model}`**\n\n" + md_table(*self._grid())
+            lines.append("- no recorded executions")
+        for e in self.executions:
+            rows = "" if e.rows_affected is None else f"{e.rows_affected} row(s)"
+            lead = e.status if e.status == "success" else f"*{e.status.upper()}*"
+            lines.append(
+                f"- {lead} `{e.run_id}` at {when(e.started_at)} · {human_duration(e.duration_ms)}"
+                + (f" · {rows}" if rows else "")
+            )
+        return "\n".join(lines) + "\n"
 
     def _grid(self) -> tuple[list[str], list[list[str]]]:
         headers = ["RUN ID", "STARTED", "DURATION", "ROWS", "STATUS"]
@@ -85,6 +122,81 @@ class ModelHistoryOutput(ModelHistoryResult, Result):
             for e in self.executions
         ]
         return headers, rows
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    """``--status``, ``--trigger`` and ``--pipeline``, checked and normalised (see :func:`parse_filters`)."""
+
+    statuses: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    pipeline: str | None = None
+
+    def note(self) -> str:
+        """The filters in words, for the people-facing forms (empty when there are none)."""
+        parts = []
+        if self.statuses:
+            parts.append(f"status {' or '.join(self.statuses)}")
+        if self.triggers:
+            parts.append(f"trigger {' or '.join(self.triggers)}")
+        if self.pipeline:
+            parts.append(f"pipeline `{self.pipeline}`")
+        return ", ".join(parts)
+
+
+def parse_filters(
+    store: StateStore,
+    *,
+    statuses: Sequence[str] = (),
+    triggers: Sequence[str] = (),
+    pipeline: str | None = None,
+    configured: Iterable[str] = (),
+) -> HistoryFilters:
+    """Check the filter flags against what can be recorded; each flag may repeat or list values
+    separated by commas, and matches case-insensitively.
+
+    Args:
+        configured: the pipelines of rocky.toml (when it loads); a pipeline with recorded runs only (removed
+            from rocky.toml since) is accepted too.
+
+    Raises:
+        UsageError: an unknown status, trigger or pipeline, naming the valid ones (a typo would otherwise
+            read as "no runs").
+    """
+    wanted = _values(statuses)
+    found = tuple(_one_of(v, RUN_STATUSES, "--status", "statuses") for v in wanted)
+    kinds: list[str] = []
+    for value in _values(triggers):
+        known = {t.lower(): t for t in RUN_TRIGGERS}
+        if value.lower() in known:
+            kinds.append(known[value.lower()])
+            continue
+        # ROCKY_RUN_TRIGGER may have recorded a trigger of its own (``Airflow``): it is as valid as the rest
+        recorded = store.runs.recorded("trigger")
+        valid = tuple(dict.fromkeys([*RUN_TRIGGERS, *recorded]))
+        kinds.append(_one_of(value, valid, "--trigger", "triggers"))
+    if pipeline is not None:
+        names = set(configured)
+        if pipeline not in names:
+            names |= set(store.runs.recorded("pipeline"))
+            if pipeline not in names:
+                shown = ", ".join(sorted(names)) or "(none configured or recorded)"
+                raise UsageError(
+                    f"unknown pipeline '{pipeline}' for --pipeline; pipelines configured or with recorded "
+                    f"runs: {shown}"
+                )
+    return HistoryFilters(statuses=found, triggers=tuple(dict.fromkeys(kinds)), pipeline=pipeline)
+
+
+def _values(flags: Sequence[str]) -> list[str]:
+    return [v.strip() for flag in flags for v in flag.split(",") if v.strip()]
+
+
+def _one_of(value: str, valid: tuple[str, ...], flag: str, what: str) -> str:
+    for candidate in valid:
+        if candidate.lower() == value.lower():
+            return candidate
+    raise UsageError(f"unknown {flag} '{value}'; valid {what}: {', '.join(valid)}")
 
 
 def parse_since(text: str) -> datetime:
@@ -110,14 +222,24 @@ def parse_since(text: str) -> datetime:
 
 
 def build_history(
-    store: StateStore, *, model: str | None = None, since: datetime | None = None, audit: bool = False
+    store: StateStore,
+    *,
+    model: str | None = None,
+    since: datetime | None = None,
+    audit: bool = False,
+    filters: HistoryFilters | None = None,
 ) -> HistoryOutput | ModelHistoryOutput:
     """The history document for an open store."""
-    records = store.runs.list(limit=HISTORY_LIMIT, since=since, model=model)
+    f = filters or HistoryFilters()
+    records = store.runs.list(
+        limit=HISTORY_LIMIT, since=since, model=model, statuses=f.statuses, triggers=f.triggers,
+        pipeline=f.pipeline,
+    )
     if model is not None:
         return ModelHistoryOutput(model=model, executions=model_rows(records, model))
     result = HistoryOutput(runs=[history_run(r, audit=audit) for r in records])
     result._audit = audit
+    result._note = f.note()
     return result
 
 
@@ -131,6 +253,7 @@ def history_run(record: RunRecord, *, audit: bool) -> HistoryRun:
         models_executed=len(record.models_executed),
         pipeline=record.pipeline,
         submission_id=record.submission_id,
+        interrupted=True if record.interrupted else None,
     )
     if audit:
         run.hostname = record.hostname

@@ -169,7 +169,8 @@ def resolve_claim(
         from rocky_engine.state._time import from_db
 
         row = rows[0]
-        finished = from_db(row["finished_at"] or row["started_at"])
+        with store.decoding():
+            finished = from_db(row["finished_at"] or row["started_at"])
         return Resolution(claim, outcome_of_status(str(row["status"])), str(row["run_id"]), finished)
     if now - claim.updated_at >= resolve_after:
         return Resolution(claim, "failure", None, now)

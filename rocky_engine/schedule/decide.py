@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from rocky_engine.errors import RockyError, StateError
+from rocky_engine.errors import StateError
 from rocky_engine.schedule.backoff import active_backoff
 from rocky_engine.schedule.demand import (
     CronEvaluation,
@@ -24,7 +24,7 @@ from rocky_engine.schedule.demand import (
     evaluate_cron,
     evaluate_freshness,
 )
-from rocky_engine.schedule.plan import PipelinePlan
+from rocky_engine.schedule.plan import PipelinePlan, resolve_schedule
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.schedule import ScheduleRow, SuccessWindow
 from rocky_engine.wire.tick import Reason, SourceEntry
@@ -75,27 +75,13 @@ def decide(
     if row.paused:
         d.sources = _all(declared, "paused")
         return d
-    error = pp.config_error
     cron_changed = bool(pp.cron) and (row.cron != pp.cron or row.timezone != pp.timezone)
-    if error is None and pp.cron and (cron_changed or row.cron_anchor is None):
-        from rocky_engine.config.schedule_syntax import cron_problem
-
-        error = cron_problem(pp.cron)
-    freshness_budget: int | None = None
-    if error is None and pp.freshness:
-        try:
-            freshness_budget = budget(pp)
-        except RockyError as exc:
-            error = f"freshness budget unavailable: {exc}"
-        else:
-            if freshness_budget is None:
-                error = (
-                    "freshness = true but no budget: set freshness.max_lag_seconds on a model or "
-                    "[freshness] expected_lag_seconds"
-                )
-    if error is not None:
-        d.sources = _all(declared, "config_error", error)
+    # An anchored expression was valid when it was anchored: only a new or changed one is parsed here.
+    resolution = resolve_schedule(pp, budget, check_cron=cron_changed or row.cron_anchor is None)
+    if resolution.config_error is not None:
+        d.sources = _all(declared, "config_error", resolution.config_error)
         return d
+    freshness_budget = resolution.freshness_budget
     if not pp.enabled:
         d.sources = _all(declared, "disabled")
         return d

@@ -11,11 +11,11 @@ first anchors it, so a quiet tick does not import croniter at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rocky_engine.errors import ConfigError
+from rocky_engine.errors import ConfigError, RockyError
 from rocky_engine.graph import find_cycles, topological_order
 
 if TYPE_CHECKING:
@@ -150,6 +150,48 @@ def freshness_budget(project: Project, plan: PipelinePlan) -> int | None:
         if lags:
             return min(lags)
     return project.config.freshness.expected_lag_seconds
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Whether a schedule can fire at all: its ``config_error``, else the freshness budget it runs on."""
+
+    config_error: str | None
+    freshness_budget: int | None = None
+
+
+def resolve_schedule(
+    pp: PipelinePlan, budget: Callable[[PipelinePlan], int | None], *, check_cron: bool
+) -> Resolution:
+    """Every reason ``pp``'s schedule cannot be resolved, the one rule behind ``rocky tick``'s
+    ``config_error`` skips and ``GET /api/v1/schedule``'s ``config_error``: the plan's own error, a cron
+    expression that does not parse (``check_cron``: when the plan did not check it), and a
+    ``freshness = true`` with no budget or with models that do not load.
+
+    Args:
+        budget: the freshness budget of a pipeline (``freshness_budget`` bound to the project; the tick
+            caches it per tick).
+    """
+    if pp.config_error is not None:
+        return Resolution(pp.config_error)
+    if check_cron and pp.cron:
+        from rocky_engine.config.schedule_syntax import cron_problem
+
+        problem = cron_problem(pp.cron)
+        if problem is not None:
+            return Resolution(problem)
+    if not pp.freshness:
+        return Resolution(None)
+    try:
+        seconds = budget(pp)
+    except RockyError as exc:
+        return Resolution(f"freshness budget unavailable: {exc}")
+    if seconds is None:
+        return Resolution(
+            "freshness = true but no budget: set freshness.max_lag_seconds on a model or "
+            "[freshness] expected_lag_seconds"
+        )
+    return Resolution(None, seconds)
 
 
 def restrict(plan: SchedulePlan, names: Iterable[str]) -> list[str]:

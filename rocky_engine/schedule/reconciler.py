@@ -177,7 +177,10 @@ class _Tick(Recovery):
             try:
                 self.state_path = self.project.state_path()
                 self.store = StateStore.open(self.state_path, writer=True)
-            except StateLockedError:
+            except StateLockedError as exc:
+                # Exit 0 is right (the next tick evaluates it all), but a timer that keeps meeting a busy
+                # store must be visible in its logs, not only in the JSON nobody keeps.
+                log.warning("skipping this tick (state_busy): %s", exc)
                 self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="state_busy"))
                 return
             try:
@@ -472,15 +475,12 @@ class _Tick(Recovery):
     # ------------------------------------------------------------------ helpers
 
     def _flush(self, final: bool = False) -> None:
-        """Write dirty cursors (joins an open transaction); the final flush stamps last_evaluated_at."""
+        """Write dirty cursors (joins an open transaction); the final flush stamps last_evaluated_at (never
+        backwards: a tick replayed with an older ``--now`` does not make the timer look dead)."""
         if self.store is None:
             return
         repo = ScheduleRepo(self.store)
         with self.store.transaction():
-            if final:
-                for name in self.evaluated_names:
-                    if name in self.dirty:
-                        self.rows[name] = self.rows[name].with_(last_evaluated_at=self.now)
             repo.upsert_many(self.rows[n] for n in sorted(self.dirty) if n in self.rows)
             self.dirty.clear()
             if final and self.evaluated_names:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rocky_engine.schedule.backoff import active_backoff
-from rocky_engine.schedule.plan import SchedulePlan, build_plan
+from rocky_engine.schedule.plan import SchedulePlan, build_plan, freshness_budget, resolve_schedule
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.claims import ClaimRepo
@@ -62,6 +62,9 @@ def schedule_status(
     pipelines = []
     for pp in plan.scheduled:
         row = rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
+        # The tick's own rule (the plan checked the crons already): what the tick skips as config_error
+        # is reported here, a freshness schedule without a budget included.
+        resolution = resolve_schedule(pp, lambda p: freshness_budget(project, p), check_cron=False)
         backoff = active_backoff(row.last_outcome, row.consecutive_failures, row.last_attempt_at, now)
         pipelines.append(ScheduledPipeline(
             pipeline=pp.name,
@@ -72,7 +75,7 @@ def schedule_status(
             catchup=pp.catchup if pp.cron else None,
             after=list(pp.after),
             freshness=True if pp.freshness else None,
-            config_error=pp.config_error or None,
+            config_error=resolution.config_error or None,
             last_evaluated_at=_ts(row.last_evaluated_at),
             last_fire=_ts(row.last_fire),
             last_fire_source=row.last_fire_source,

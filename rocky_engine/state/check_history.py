@@ -68,7 +68,8 @@ class CheckHistoryRepo:
             "ORDER BY recorded_at DESC, id DESC LIMIT ?",
             (table_key, ROW_COUNT, n),
         )
-        return [int(r["value"]) for r in rows]
+        with self._store.decoding():
+            return [int(r["value"]) for r in rows]
 
     def for_run(self, run_id: str) -> list[CheckRecord]:
         """Every check recorded by ``run_id``, in recording order."""
@@ -77,11 +78,13 @@ class CheckHistoryRepo:
             "FROM check_history WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [
-            CheckRecord(
-                run_id=r["run_id"], table_key=r["table_key"], check_name=r["check_name"],
-                passed=bool(r["passed"]), value=r["value"], severity=r["severity"],
-                detail=json.loads(r["detail"]) if r["detail"] else {}, recorded_at=from_db(r["recorded_at"]),
-            )
-            for r in rows
-        ]
+        with self._store.decoding():
+            return [
+                CheckRecord(
+                    run_id=r["run_id"], table_key=r["table_key"], check_name=r["check_name"],
+                    passed=bool(r["passed"]), value=r["value"], severity=r["severity"],
+                    detail=json.loads(r["detail"]) if r["detail"] else {},
+                    recorded_at=from_db(r["recorded_at"]),
+                )
+                for r in rows
+            ]

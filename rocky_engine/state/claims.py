@@ -56,13 +56,13 @@ class ClaimRepo:
 
     def get(self, claim_key: str) -> Claim | None:
         rows = self._store.query(f"{_SELECT} WHERE claim_key = ?", (claim_key,))
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def by_submission(self, submission_id: str) -> Claim | None:
         rows = self._store.query(
             f"{_SELECT} WHERE submission_id = ? ORDER BY created_at DESC LIMIT 1", (submission_id,)
         )
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def submitted(self, pipeline: str | None = None) -> list[Claim]:
         """Claims still ``submitted`` (in flight, or left behind by a reconciler that died), oldest first."""
@@ -73,7 +73,7 @@ class ClaimRepo:
                 f"{_SELECT} WHERE state = 'submitted' AND pipeline = ? ORDER BY created_at, claim_key",
                 (pipeline,),
             )
-        return [_from_row(r) for r in rows]
+        return self._store.decoded(rows, _from_row)
 
     def recent(self, limit: int = 100, pipeline: str | None = None) -> list[Claim]:
         """The newest claims (any state), newest first."""
@@ -83,7 +83,7 @@ class ClaimRepo:
             rows = self._store.query(
                 f"{_SELECT} WHERE pipeline = ? ORDER BY created_at DESC LIMIT ?", (pipeline, limit)
             )
-        return [_from_row(r) for r in rows]
+        return self._store.decoded(rows, _from_row)
 
     def submit(
         self,

@@ -61,14 +61,14 @@ class ConnectorStateRepo:
             "WHERE name = ?",
             (name,),
         )
-        return _row(rows[0]) if rows else None
+        return self._store.first(rows, _row)
 
     def all(self) -> list[ConnectorState]:
         rows = self._store.query(
             "SELECT name, commit_seq, schema_version, value, run_id, committed_at FROM connector_state "
             "ORDER BY name"
         )
-        return [_row(r) for r in rows]
+        return self._store.decoded(rows, _row)
 
     def commit(
         self,

@@ -69,7 +69,9 @@ class IdempotencyRepo:
         check_ttl(ttl_hours)
         moment = utc(now)
         with self._store.transaction() as conn:
-            decision = decide(_entry(conn.execute(_SELECT, (key,)).fetchone()), dedup_on, moment)
+            with self._store.decoding():
+                current = _entry(conn.execute(_SELECT, (key,)).fetchone())
+            decision = decide(current, dedup_on, moment)
             if decision.proceed:
                 self._put(conn, in_flight_claim(key, run_id, moment, ttl_hours))
             return decision
@@ -89,7 +91,7 @@ class IdempotencyRepo:
 
     def get(self, key: str) -> IdempotencyEntry | None:
         rows = self._store.query(_SELECT, (key,))
-        return _entry(rows[0]) if rows else None
+        return self._store.first(rows, _entry)
 
     def put(self, entry: IdempotencyEntry) -> None:
         """Store ``entry`` as it is (the local mirror of a claim taken on a remote backend)."""

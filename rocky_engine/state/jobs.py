@@ -87,7 +87,7 @@ class JobRepo:
 
     def get(self, job_id: str) -> JobRow | None:
         rows = self._store.query(f"{_SELECT} WHERE job_id = ?", (job_id,))
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def list(self, limit: int = 50, state: str | None = None) -> builtins.list[JobRow]:
         """Newest submitted first."""
@@ -97,14 +97,14 @@ class JobRepo:
             rows = self._store.query(
                 f"{_SELECT} WHERE state = ? ORDER BY submitted_at DESC, job_id LIMIT ?", (state, limit)
             )
-        return [_from_row(r) for r in rows]
+        return self._store.decoded(rows, _from_row)
 
     def unfinished(self) -> builtins.list[JobRow]:
         """Jobs still ``queued`` or ``running`` (oldest first)."""
         rows = self._store.query(
             f"{_SELECT} WHERE state IN ('queued', 'running') ORDER BY submitted_at, job_id"
         )
-        return [_from_row(r) for r in rows]
+        return self._store.decoded(rows, _from_row)
 
     def counts(self) -> dict[str, int]:
         """Number of jobs per state (every state present, zero when none)."""

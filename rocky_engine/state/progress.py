@@ -85,10 +85,11 @@ class ProgressRepo:
             "SELECT key, status, rows, error, finished_at FROM run_progress WHERE run_id = ? ORDER BY key",
             (run_id,),
         )
-        return [
-            ProgressEntry(r["key"], r["status"], r["rows"], r["error"], from_db(r["finished_at"]))
-            for r in rows
-        ]
+        with self._store.decoding():
+            return [
+                ProgressEntry(r["key"], r["status"], r["rows"], r["error"], from_db(r["finished_at"]))
+                for r in rows
+            ]
 
     def completed_keys(self, run_id: str) -> set[str]:
         """The tasks ``run_id`` finished successfully: what a resumed run skips."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 RUN_STATUSES: tuple[str, ...] = ("Success", "PartialFailure", "Failure")
 
 _TRIGGERS = {"manual": "Manual", "schedule": "Schedule", "webhook": "Webhook", "sensor": "Sensor", "ci": "Ci"}
+#: The triggers rocky itself records (``ROCKY_RUN_TRIGGER`` may name others, kept as given).
+RUN_TRIGGERS: tuple[str, ...] = tuple(_TRIGGERS.values())
 
 _COLUMNS = (
     "run_id", "pipeline", "pipeline_type", "started_at", "finished_at", "status", "trigger",
@@ -152,15 +154,33 @@ class RunRepo:
     # -------------------------------------------------------------- reading
 
     def list(
-        self, limit: int | None = 50, since: datetime | None = None, model: str | None = None
+        self,
+        limit: int | None = 50,
+        since: datetime | None = None,
+        model: str | None = None,
+        *,
+        statuses: Sequence[str] = (),
+        triggers: Sequence[str] = (),
+        pipeline: str | None = None,
     ) -> builtins.list[RunRecord]:
         """Runs newest first (by start): at most ``limit``, started at or after ``since``, that executed
-        ``model`` when given."""
+        ``model``, with one of ``statuses`` / ``triggers``, of ``pipeline`` (each when given).
+
+        Every filter is part of the query, before the limit: a busy project's manual runs cannot crowd
+        its scheduled ones out of ``rocky history --trigger Schedule``.
+        """
         where: builtins.list[str] = []
         params: builtins.list[Any] = []
         if since is not None:
             where.append("started_at >= ?")
             params.append(to_db(since))
+        for column, values in (("status", statuses), ("trigger", triggers)):
+            if values:
+                where.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        if pipeline is not None:
+            where.append("pipeline = ?")
+            params.append(pipeline)
         if model is not None:
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(run_history.models_executed) "
@@ -174,11 +194,18 @@ class RunRepo:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_from_row(r) for r in self._store.query(sql, params)]
+        return self._store.decoded(self._store.query(sql, params), _from_row)
+
+    def recorded(self, column: Literal["pipeline", "trigger"]) -> builtins.list[str]:
+        """The distinct non-null values of ``column`` in the recorded runs, sorted."""
+        rows = self._store.query(
+            f"SELECT DISTINCT {column} FROM run_history WHERE {column} IS NOT NULL ORDER BY {column}"
+        )
+        return [str(r[0]) for r in rows]
 
     def get(self, run_id: str) -> RunRecord | None:
         rows = self._store.query(f"{_SELECT} WHERE run_id = ?", (run_id,))
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def latest(self, pipeline: str, status: str | None = None) -> RunRecord | None:
         """The run of ``pipeline`` (with ``status`` when given) that finished last; an index seek."""
@@ -191,14 +218,14 @@ class RunRepo:
                 f"{_SELECT} WHERE pipeline = ? AND status = ? ORDER BY finished_at DESC LIMIT 1",
                 (pipeline, status),
             )
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def by_submission_id(self, submission_id: str) -> RunRecord | None:
         """The newest run launched with this submission id (the scheduler's child), if it recorded one."""
         rows = self._store.query(
             f"{_SELECT} WHERE submission_id = ? ORDER BY started_at DESC LIMIT 1", (submission_id,)
         )
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
 
 def _to_row(record: RunRecord) -> tuple[Any, ...]:

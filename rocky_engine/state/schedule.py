@@ -80,11 +80,11 @@ class ScheduleRepo:
 
     def all(self) -> dict[str, ScheduleRow]:
         """Every row, keyed by pipeline (one query: a tick over 1,000 pipelines reads them at once)."""
-        return {r["pipeline"]: _from_row(r) for r in self._store.query(_SELECT)}
+        return {row.pipeline: row for row in self._store.decoded(self._store.query(_SELECT), _from_row)}
 
     def get(self, pipeline: str) -> ScheduleRow | None:
         rows = self._store.query(f"{_SELECT} WHERE pipeline = ?", (pipeline,))
-        return _from_row(rows[0]) if rows else None
+        return self._store.first(rows, _from_row)
 
     def latest_success(self, pipeline: str) -> SuccessWindow | None:
         """The ``Success`` run of ``pipeline`` that finished last; an index seek, no JSON decoding."""
@@ -97,12 +97,14 @@ class ScheduleRepo:
         if not rows:
             return None
         row = rows[0]
-        return SuccessWindow(str(row[0]), from_db(row[1]), from_db(row[2]))
+        with self._store.decoding():
+            return SuccessWindow(str(row[0]), from_db(row[1]), from_db(row[2]))
 
     def last_evaluated(self) -> datetime | None:
         """The newest ``last_evaluated_at`` of any pipeline: when a reconciler last ticked."""
         rows = self._store.query("SELECT MAX(last_evaluated_at) FROM schedule_state")
-        return from_db_opt(rows[0][0]) if rows else None
+        with self._store.decoding():
+            return from_db_opt(rows[0][0]) if rows else None
 
     # -------------------------------------------------------------- writing
 
@@ -115,13 +117,20 @@ class ScheduleRepo:
             conn.executemany(_UPSERT, values)
 
     def touch_evaluated(self, pipelines: Iterable[str], now: datetime) -> None:
-        """Stamp ``last_evaluated_at`` on existing rows in one statement."""
+        """Stamp ``last_evaluated_at`` on existing rows in one statement; it only ever moves forward.
+
+        ``doctor --check scheduler`` reads it as "a reconciler evaluated this recently": a tick run with a
+        ``--now`` in the past (a replay, a test of a schedule) must not make a live timer look dead.
+        Timestamps are fixed-width UTC text, so comparing them as text compares the instants.
+        """
         names = json.dumps(list(pipelines))
+        stamp = to_db(now)
         with self._store.transaction() as conn:
             conn.execute(
                 "UPDATE schedule_state SET last_evaluated_at = ? "
-                "WHERE pipeline IN (SELECT value FROM json_each(?))",
-                (to_db(now), names),
+                "WHERE pipeline IN (SELECT value FROM json_each(?)) "
+                "AND (last_evaluated_at IS NULL OR last_evaluated_at < ?)",
+                (stamp, names, stamp),
             )
 
     def set_paused(self, pipeline: str, paused: bool, now: datetime) -> ScheduleRow:

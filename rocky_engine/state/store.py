@@ -4,8 +4,12 @@ Opening rules (CONTRACT section 5, seeds/deployment-contract.md "Mixed versions 
 
 - A writer creates the directory, takes a non-blocking exclusive ``flock`` on ``<file>.lock`` (a second
   writer fails fast with ``StateLockedError``), and migrates an older store forward in one transaction.
-- A reader never takes that lock and opens the file read-only. A missing file reads as an empty store; an
-  older store is copied into memory and migrated there, so a reader never writes.
+- A reader opens the file read-only and never holds the writer lock while it reads. A missing file reads
+  as an empty store. An older store is migrated forward by the first command that opens it, readers
+  included (seeds/deployment-contract.md: "It migrates the store forward on first open. Every command
+  does this"): the reader takes the writer lock without waiting, migrates the file in one transaction,
+  releases the lock and reads the migrated file. Only when the writer is busy (or the file is not the
+  user's to write) does it read a private in-memory copy migrated there, leaving the file as it is.
 - A store newer than this engine is refused (``StateSchemaError``), or with ``on_newer="recreate"`` left
   untouched while the caller works on a fresh temporary store flagged ``downgraded`` (never uploaded).
 
@@ -22,17 +26,26 @@ import shutil
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import quote
 
 from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
 from rocky_engine.logs import get_logger
 from rocky_engine.state import schema
+from rocky_engine.state.store_errors import (
+    BUSY_CODES,
+    CORRUPT_CODES,
+    READONLY_CODES,
+    damaged_store_error,
+    sqlite_code,
+    state_error,
+)
+from rocky_engine.state.store_errors import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS  # re-exported
 
 if TYPE_CHECKING:
     from rocky_engine.state.check_history import CheckHistoryRepo
@@ -43,9 +56,7 @@ if TYPE_CHECKING:
 
 OnNewer = Literal["refuse", "recreate"]
 
-BUSY_TIMEOUT_MS = 5000
-_CORRUPT_CODES = frozenset({"SQLITE_NOTADB", "SQLITE_CORRUPT"})
-_BUSY_CODES = frozenset({"SQLITE_BUSY", "SQLITE_LOCKED"})
+T = TypeVar("T")
 
 log = get_logger("state")
 
@@ -167,16 +178,14 @@ class StateStore:
                     _empty_memory(scripts, path), path=path, db_path=None, writer=False, downgraded=True
                 )
             if version < len(scripts):
-                # Readers never write: migrate a private in-memory copy; the next writer migrates the file.
-                memory = _connect(":memory:", uri=False, path=path)
-                try:
-                    conn.backup(memory)
-                except sqlite3.Error as exc:
-                    raise _state_error(path, exc, "copy the store for reading") from exc
-                finally:
-                    conn.close()
-                _migrate(memory, version, scripts, path)
-                conn = memory
+                # "It migrates the store forward on first open. Every command does this": a reader too,
+                # under the writer lock, and reads the migrated file.
+                conn.close()
+                migrated = _migrate_in_place(path, scripts)
+                conn = _connect(uri, uri=True, path=path)
+                version = _read_version(conn, path) if migrated else version
+            if version < len(scripts):
+                conn = _migrated_copy(conn, path, scripts)
                 db_path = None
             else:
                 db_path = path
@@ -239,19 +248,19 @@ class StateStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise _state_error(self.path, exc, "begin a transaction") from exc
+                raise state_error(self.path, exc, "begin a transaction") from exc
             try:
                 yield conn
             except BaseException as exc:
                 _rollback(conn, "ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise _state_error(self.path, exc, "write") from exc
+                    raise state_error(self.path, exc, "write") from exc
                 raise
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(conn, "ROLLBACK")
-                raise _state_error(self.path, exc, "commit") from exc
+                raise state_error(self.path, exc, "commit") from exc
 
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         self._savepoints += 1
@@ -274,7 +283,30 @@ class StateStore:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise _state_error(self.path, exc, "read") from exc
+                raise state_error(self.path, exc, "read") from exc
+
+    def decoded(self, rows: Sequence[sqlite3.Row], decode: Callable[[sqlite3.Row], T]) -> list[T]:
+        """``rows`` turned into ``T`` by ``decode``; a row that does not decode (a damaged timestamp, JSON
+        value or enum in the file) is the one-line ``StateError`` of a damaged store."""
+        with self.decoding():
+            return [decode(row) for row in rows]
+
+    def first(self, rows: Sequence[sqlite3.Row], decode: Callable[[sqlite3.Row], T]) -> T | None:
+        """The first of ``rows`` decoded (see :meth:`decoded`), or None when there is none."""
+        with self.decoding():
+            return decode(rows[0]) if rows else None
+
+    @contextmanager
+    def decoding(self) -> Iterator[None]:
+        """Turn a stored value that does not parse into the one-line error of a damaged store.
+
+        SQLite's own checks pass a file whose text cells were overwritten with other text, so the values
+        the repositories parse (timestamps, JSON, pydantic models) are where such damage shows.
+        """
+        try:
+            yield
+        except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
+            raise damaged_store_error(self.path, f"a stored value cannot be read ({exc})") from exc
 
     def get_meta(self, key: str) -> str | None:
         rows = self.query("SELECT value FROM metadata WHERE key = ?", (key,))
@@ -360,7 +392,7 @@ def _connect(target: str, *, uri: bool, path: Path) -> sqlite3.Connection:
             target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise _state_error(path, exc, "open") from exc
+        raise state_error(path, exc, "open") from exc
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
@@ -371,7 +403,60 @@ def _configure_writer(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
     except sqlite3.Error as exc:
-        raise _state_error(path, exc, "open") from exc
+        raise state_error(path, exc, "open") from exc
+
+
+def _migrate_in_place(path: Path, scripts: tuple[str, ...]) -> bool:
+    """Migrate the older store at ``path`` for a reader, under the writer lock; False when it cannot now.
+
+    The lock is taken without waiting. A busy writer is either an engine of this version (it migrated
+    the file when it opened it) or an older one still running (its store must not change under it); either
+    way the reader reads the file as it is and the next command that finds the lock free migrates it. A
+    file or directory this user cannot write is read as it is too.
+    """
+    try:
+        fd = try_writer_lock(path)
+    except StateError:
+        return False  # no lock file can be made here (a read-only directory): not ours to migrate
+    if fd is None:
+        log.debug(f"state store at {path} has an older schema and its writer is busy; reading it as is")
+        return False
+    try:
+        conn = _connect(str(path), uri=False, path=path)
+        try:
+            _configure_writer(conn, path)
+            version = _read_version(conn, path)
+            if version < len(scripts):
+                _migrate(conn, version, scripts, path)
+        finally:
+            conn.close()
+    except StateError as exc:
+        if isinstance(exc.__cause__, sqlite3.Error) and sqlite_code(exc.__cause__) in READONLY_CODES:
+            return False
+        raise
+    finally:
+        os.close(fd)
+    return True
+
+
+def _migrated_copy(conn: sqlite3.Connection, path: Path, scripts: tuple[str, ...]) -> sqlite3.Connection:
+    """A private in-memory copy of the older store behind ``conn`` (closed), migrated: a reader that cannot
+    migrate the file reads this."""
+    memory = _connect(":memory:", uri=False, path=path)
+    try:
+        conn.backup(memory)
+    except sqlite3.Error as exc:
+        memory.close()
+        raise state_error(path, exc, "copy the store for reading") from exc
+    finally:
+        conn.close()
+    try:
+        # The version of the copy itself: a writer may have migrated the file since it was first read.
+        _migrate(memory, _read_version(memory, path), scripts, path)
+    except BaseException:
+        memory.close()
+        raise
+    return memory
 
 
 def _empty_memory(scripts: tuple[str, ...], path: Path) -> sqlite3.Connection:
@@ -393,7 +478,7 @@ def _read_version(conn: sqlite3.Connection, path: Path) -> int:
             )
         row = conn.execute("SELECT value FROM metadata WHERE key = 'schema_version'").fetchone()
     except sqlite3.Error as exc:
-        raise _state_error(path, exc, "read") from exc
+        raise state_error(path, exc, "read") from exc
     try:
         return int(row[0]) if row is not None else 0
     except (TypeError, ValueError):
@@ -441,8 +526,9 @@ def _migrate(conn: sqlite3.Connection, start: int, scripts: tuple[str, ...], pat
         conn.executescript(script)
     except sqlite3.Error as exc:
         _rollback(conn, "ROLLBACK")
-        if _code(exc) in _CORRUPT_CODES | _BUSY_CODES:
-            raise _state_error(path, exc, "migrate") from exc
+        code = sqlite_code(exc)
+        if code in CORRUPT_CODES | BUSY_CODES or code == "SQLITE_FULL" or code.startswith("SQLITE_IOERR"):
+            raise state_error(path, exc, "migrate") from exc
         raise StateError(
             f"could not migrate state store at {path} from schema version {start} to {target}: {exc}",
             hint="the store was left unchanged; report this with the output of `rocky doctor`",
@@ -455,23 +541,3 @@ def _rollback(conn: sqlite3.Connection, statement: str) -> None:
             conn.execute(statement)
         except sqlite3.Error:
             pass  # the original error is the one worth reporting
-
-
-def _code(exc: sqlite3.Error) -> str:
-    return str(getattr(exc, "sqlite_errorname", ""))
-
-
-def _state_error(path: Path, exc: sqlite3.Error, action: str) -> StateError:
-    code = _code(exc)
-    if code in _CORRUPT_CODES:
-        return StateError(
-            f"state store at {path} is not a readable SQLite database ({exc})",
-            hint=f"move it aside (mv {path} {path}.corrupt) and rerun to start a fresh store; restore a "
-            "backup if you need its watermarks and run history",
-        )
-    if code in _BUSY_CODES:
-        return StateError(
-            f"state store at {path} stayed busy for {BUSY_TIMEOUT_MS // 1000} s ({exc})",
-            hint="another process is holding it; retry when it finishes",
-        )
-    return StateError(f"state store at {path}: could not {action}: {exc}")

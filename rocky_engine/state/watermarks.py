@@ -50,7 +50,8 @@ class WatermarkRepo:
     def all(self) -> list[Watermark]:
         """Every watermark, ordered by key."""
         rows = self._store.query("SELECT key, value, updated_at FROM watermarks ORDER BY key")
-        return [Watermark(str(r["key"]), str(r["value"]), from_db(r["updated_at"])) for r in rows]
+        with self._store.decoding():
+            return [Watermark(str(r["key"]), str(r["value"]), from_db(r["updated_at"])) for r in rows]
 
     def delete(self, key: str) -> bool:
         """Forget one watermark (the next incremental copy of that table starts from scratch)."""

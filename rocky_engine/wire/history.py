@@ -27,6 +27,8 @@ class HistoryRun(WireModel):
     models_executed: int | list[Any] = 0
     pipeline: str | None = None
     submission_id: str | None = None
+    #: present (true) only for a run a signal, a drain or a timeout stopped
+    interrupted: bool | None = None
     # --audit (and the server's runs route)
     hostname: str | None = None
     triggering_identity: str | None = None

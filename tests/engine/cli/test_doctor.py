@@ -31,13 +31,23 @@ def test_a_critical_check_exits_3_after_printing_the_json(tmp_path: Path) -> Non
     assert "concurency" in doc["checks"][0]["message"]
 
 
-def test_a_degraded_state_store_is_a_warning_and_exits_0(tmp_path: Path) -> None:
+def test_an_unreadable_state_store_is_a_warning_and_exits_0(tmp_path: Path) -> None:
     config = make_project(tmp_path)
-    (tmp_path / "models" / ".rocky-state.db").write_text("garbage" * 500)
+    (tmp_path / "models" / ".rocky-state.db").mkdir()  # cannot be opened, but nothing is damaged
     proc = rocky(config, "doctor", "--output", "table")
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.startswith("rocky doctor: warning\n")
-    assert "suggestions:\n  - move it aside" in proc.stdout
+    assert "state store is unreadable" in proc.stdout
+
+
+def test_a_damaged_state_store_is_critical_and_exits_3(tmp_path: Path) -> None:
+    config = make_project(tmp_path)
+    store = tmp_path / "models" / ".rocky-state.db"
+    store.write_text("garbage" * 500)
+    proc = rocky(config, "doctor", "--output", "table")
+    assert proc.returncode == 3, proc.stdout
+    assert proc.stdout.startswith("rocky doctor: critical\n")
+    assert f"move it aside (mv {store} {store}.corrupt)" in proc.stdout
 
 
 def test_an_unknown_check_is_a_usage_error(tmp_path: Path) -> None:

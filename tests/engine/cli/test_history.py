@@ -209,7 +209,7 @@ def test_corrupt_store_is_reported(project: Path) -> None:
     path.write_bytes(b"garbage" * 1000)
     proc = rocky(project, "history")
     assert proc.returncode == 1
-    assert f"error: state store at {path} is not a readable SQLite database" in proc.stderr
+    assert f"error: state store at {path} is damaged: SQLite cannot " in proc.stderr
     assert "move it aside" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -222,6 +222,6 @@ def test_table_and_markdown_output(project: Path) -> None:
     assert lines[0].split()[:3] == ["RUN", "ID", "STARTED"]
     assert "run-20260301-080000-000" in lines[2] and "1m30s" in lines[2] and "Success" in lines[2]
     md = rocky(project, "history", "-o", "md")
-    assert md.stdout.startswith("| RUN ID | STARTED |")
+    assert md.stdout.startswith("*Rocky history* · 1 run(s), newest first\n- success `orders` ")
     model = rocky(project, "history", "--model", "a", "-o", "table")
     assert "model a" in model.stdout and "250ms" in model.stdout

@@ -239,7 +239,7 @@ def test_adapter_without_type(tmp_path: Path) -> None:
         (
             '[pipeline.t]\ntype = "transformation"\n[pipeline.t.execution]\nconcurrency = true\n',
             "pipeline.t.execution.concurrency",
-            'concurrency must be a positive integer or "adaptive" (got True)',
+            'concurrency must be a positive integer or "adaptive" (got true)',
         ),
         (
             '[pipeline.l]\ntype = "load"\nsource_dir = "d"\nformat = "xml"\n'

@@ -238,7 +238,7 @@ def test_schedule_defaults_and_values(tmp_path: Path) -> None:
     cfg = load(
         tmp_path,
         '[pipeline.t]\ntype = "transformation"\n[pipeline.t.schedule]\ncron = "0 3 * * *"\n'
-        'after = "raw"\nretry = { max = 2 }\ntimeout_minutes = 30\n'
+        'after = ["raw"]\nretry = { max = 2 }\ntimeout_minutes = 30\n'
         '[pipeline.u]\ntype = "transformation"\n[pipeline.u.schedule]\n',
     )
     t = cfg.pipeline("t").schedule
@@ -395,7 +395,7 @@ def test_threshold_refuses_bool(tmp_path: Path) -> None:
         checks_config(tmp_path, "anomaly_threshold_pct = true\n")
     assert str(info.value) == (
         f"{tmp_path / 'rocky.toml'}: pipeline.t.checks.anomaly_threshold_pct: "
-        "invalid value True: expected a number"
+        "invalid value true: expected a number"
     )
 
 

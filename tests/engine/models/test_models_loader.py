@@ -280,7 +280,7 @@ def test_invalid_sidecar_toml_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load(tmp_path)
     assert str(info.value).startswith(f"{sidecar}: invalid TOML: ")
-    assert str(info.value).endswith("; fix the syntax at that line")
+    assert str(info.value).endswith("; fix the syntax at that line and column")
 
 
 # ---------------------------------------------------------------------- ${VAR}

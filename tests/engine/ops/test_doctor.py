@@ -93,17 +93,30 @@ def test_config_warnings_are_a_warning(tmp_path: Path) -> None:
     assert "unknown hook event 'on_nope'" in result.checks[0].message
 
 
-def test_an_unreadable_state_store_is_a_warning(tmp_path: Path) -> None:
+def test_a_damaged_state_store_is_critical(tmp_path: Path) -> None:
+    # every run, tick and history fails on it until it is restored or moved aside (issue 13 item 13)
     config = make_project(tmp_path)
     store = tmp_path / "models" / ".rocky-state.db"
     store.write_bytes(b"this is not a sqlite database" * 100)
     result = run_doctor(config)
     checks = _checks(result)
+    assert checks["state"][0] == "critical"
+    assert checks["state"][1].startswith(f"state store at {store} is damaged: SQLite cannot ")
+    assert checks["state_schema"][0] == "warning"
+    assert result.overall == "critical" and result.exit_code() == 3
+    assert any(f"move it aside (mv {store} {store}.corrupt)" in s for s in result.suggestions)
+
+
+def test_an_unreadable_state_store_is_a_warning(tmp_path: Path) -> None:
+    # not damaged, only not openable here (a directory where the file belongs): the seed's Warning
+    config = make_project(tmp_path)
+    store = tmp_path / "models" / ".rocky-state.db"
+    store.mkdir()
+    result = run_doctor(config)
+    checks = _checks(result)
     assert checks["state"][0] == "warning"
     assert checks["state"][1].startswith("state store is unreadable: state store at")
-    assert checks["state_schema"][0] == "warning"
-    assert result.overall == "warning" and result.exit_code() == 0
-    assert any(s.startswith(f"move it aside (mv {store}") for s in result.suggestions)
+    assert result.exit_code() == 0
 
 
 def test_a_missing_state_store_is_healthy(tmp_path: Path) -> None:

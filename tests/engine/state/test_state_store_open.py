@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
+from rocky_engine.errors import StateDamagedError, StateError, StateLockedError, StateSchemaError
 from rocky_engine.state import SCHEMA_VERSION, StateStore, lock_path_of
 from rocky_engine.state.schema import MIGRATIONS
 
@@ -28,13 +28,16 @@ LOCKED = (
     "the same state file"
 )
 
-# Holds the writer lock until stdin closes; prints "ready" once it holds it.
+# Holds the writer lock until stdin closes; prints "ready" once it holds it. An optional second argument
+# plays an older engine: the number of migrations it knows.
 HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
     from rocky_engine.state import StateStore
-    store = StateStore.open(Path(sys.argv[1]))
+    from rocky_engine.state.schema import MIGRATIONS
+    known = int(sys.argv[2]) if len(sys.argv) > 2 else len(MIGRATIONS)
+    store = StateStore.open(Path(sys.argv[1]), migrations=MIGRATIONS[:known])
     print("ready", flush=True)
     sys.stdin.read()
     store.close()
@@ -207,17 +210,41 @@ def test_older_store_is_migrated_forward_on_writer_open(tmp_path: Path) -> None:
     assert _raw_version(path) == "2"
 
 
-def test_reader_migrates_an_in_memory_copy_and_leaves_the_file(tmp_path: Path) -> None:
+def test_a_reader_migrates_the_file_under_the_writer_lock(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with StateStore.open(path, migrations=MIGRATIONS[:1]) as store:
+        store.watermarks.set("c.s.t", "7")
+    with StateStore.open(path, writer=False, migrations=(*MIGRATIONS[:1], V2)) as store:
+        assert store.schema_version == 2
+        assert store.db_path == path  # the file itself, migrated
+        assert store.watermarks.get("c.s.t") == "7"
+    assert _raw_version(path) == "2"
+    # the lock was released: a writer opens at once
+    StateStore.open(path, migrations=(*MIGRATIONS[:1], V2)).close()
+
+
+def test_a_reader_with_a_busy_writer_migrates_an_in_memory_copy_and_leaves_the_file(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with StateStore.open(path, migrations=MIGRATIONS[:1]) as store:
         store.watermarks.set("c.s.t", "7")
     before = path.read_bytes()
-    with StateStore.open(path, writer=False, migrations=(*MIGRATIONS[:1], V2)) as store:
-        assert store.schema_version == 2
-        assert store.db_path is None
-        assert store.watermarks.get("c.s.t") == "7"
-    assert _raw_version(path) == "1"
-    assert path.read_bytes() == before
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), "1"],  # an older engine, still running
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with StateStore.open(path, writer=False) as store:
+            assert store.schema_version == SCHEMA_VERSION
+            assert store.db_path is None
+            assert store.watermarks.get("c.s.t") == "7"
+            assert {"owner", "attempts"} <= {r[1] for r in store.query("PRAGMA table_info(jobs)")}
+        assert _raw_version(path) == "1"
+        assert path.read_bytes() == before
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 def test_failed_migration_leaves_the_store_unchanged(tmp_path: Path) -> None:
@@ -322,7 +349,8 @@ def test_corrupt_file_names_the_file_and_says_to_move_it(tmp_path: Path, writer:
     with pytest.raises(StateError) as info:
         StateStore.open(path, writer=writer)
     message = str(info.value)
-    assert message.startswith(f"state store at {path} is not a readable SQLite database")
+    assert message.startswith(f"state store at {path} is damaged: SQLite cannot ")
+    assert isinstance(info.value, StateDamagedError)
     assert f"move it aside (mv {path} {path}.corrupt)" in message
     assert path.read_bytes() == garbage
     # a failed writer open does not keep the lock: the next attempt meets the same error, not the lock
