@@ -45,8 +45,10 @@ PR_SET_CHILD_SUBREAPER = 36
 #: After SIGKILL, how long to wait for the subtree to disappear before reporting survivors.
 KILL_WAIT_SECS = 5.0
 IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-#: Dispositions the program must get back: ignored ones survive exec, and Python ignores SIGPIPE/SIGXFSZ.
-_RESET = (*IGNORED, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)
+#: Dispositions the program must get back: ignored ones survive exec, Python ignores SIGPIPE/SIGXFSZ, and
+#: whoever started rocky (a CI runner, nohup, a service manager) may have ignored any other one. Every
+#: signal Python can set is reset; glibc keeps 32 and 33 for itself and no program can change those.
+_RESET = tuple(sig for sig in signal.valid_signals() if sig not in (signal.SIGKILL, signal.SIGSTOP))
 #: ``prctl`` from libc, loaded once by :func:`warm_up` (the fork server) so each fork has it for free
 _prctl: Any = None
 
