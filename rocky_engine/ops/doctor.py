@@ -261,8 +261,8 @@ def _read_back(store: StateStore) -> None:
     """Decode what the other commands read first (history's window, the scheduler's cursors and claims,
     the watermarks): damage SQLite's quick check cannot see (a timestamp overwritten with other text)
     raises StateDamagedError here rather than in the next run."""
-    from rocky_engine.state.claims import ClaimRepo
     from rocky_engine.state.schedule import ScheduleRepo
+    from rocky_engine.state.schedule_claims import ClaimRepo
 
     store.runs.list(limit=50)
     store.watermarks.all()

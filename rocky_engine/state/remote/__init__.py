@@ -19,8 +19,8 @@ from rocky_engine.state.remote.backend import (
     RemoteLayout,
     RemoteStateError,
 )
-from rocky_engine.state.remote.claims import RemoteClaims, RemoteIdempotency
 from rocky_engine.state.remote.factory import REMOTE_BACKENDS, open_backend
+from rocky_engine.state.remote.leases import RemoteClaims, RemoteIdempotency
 from rocky_engine.state.remote.sync import RemoteSync, SyncedStore, SyncStatus, open_synced_store
 
 __all__ = [
