@@ -289,6 +289,8 @@ class RunSteps:
         out.filter = self.options.filter or ""
         out.duration_ms = int((time.perf_counter() - self.t0) * 1000)
         out.idempotency_key = self.key
+        if resume is not None and resume.note is not None:
+            out.resume_note = resume.note
         self.outcome.output = out
         self.outcome.executions = runner.executions
         self.outcome.settle_interrupt(guard.stop.is_set())
