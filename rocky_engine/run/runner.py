@@ -240,7 +240,12 @@ class RunSteps:
                           self.key, decision.skipped_by_run_id, decision.skip_status)
             return idempotency.skipped_output(decision, self.key, self.pipeline_type)
         self.claimed = True
-        if decision.adopted:
+        if decision.holder_dead:
+            self.log.warning(
+                "idempotency key '%s': %s, which held it in flight, is no longer running on this host "
+                "(killed?); this run takes the key over", self.key, decision.previous_run_id,
+            )
+        elif decision.adopted:
             self.log.warning(
                 "idempotency key '%s': the in-flight claim of %s expired; this run takes it over",
                 self.key, decision.previous_run_id,
