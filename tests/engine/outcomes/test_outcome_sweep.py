@@ -10,6 +10,7 @@ them: SIGINT and SIGTERM from a terminal or a supervisor, the drain of ``rocky s
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -29,6 +30,7 @@ from tests.engine.outcomes.kit import (
     store_of,
 )
 from tests.engine.process.kit import sleeping_hook, wait_for_hook
+from tests.fixtures.inprocess import rocky_in_process
 from tests.fixtures.projects import child_env
 
 GOOD = {"good.sql": "select 1 as x\n"}
@@ -116,6 +118,10 @@ def test_sigterm_after_the_models_landed(tmp_path: Path) -> None:
     end = ending_of_signal(config, pids, signal.SIGTERM)
     assert end.doc["tables_copied"] == 1
     assert_one_story(end, "PartialFailure", interrupted=True)
+    # and `rocky history` (what an operator reads the next morning) says the same
+    history = rocky_in_process(["-c", str(config), "history", "--output", "json"])
+    [run] = json.loads(history.stdout)["runs"]
+    assert (run["run_id"], run["status"], run["interrupted"]) == (end.doc["run_id"], "PartialFailure", True)
 
 
 def _child(config: Path, submission: str, timeout: float | None = None) -> ChildRequest:
