@@ -359,8 +359,8 @@ class JobManager:
                 self._adopt(row)
                 continue
             final = recovered_row(store, row, self.clock())
-            repo.upsert(final)
             registry.forget(row.job_id)  # its server died before it could; the job is settled now
+            repo.upsert(final)
             log.warning("job %s (%s) was left %s by a server that is gone: %s", row.job_id,
                         row.pipeline or row.kind, row.state, final.error or final.state)
 
@@ -389,10 +389,10 @@ class JobManager:
                 self._live.pop(row.job_id, None)
             self._sweep_due = True
             return
+        registry.forget(row.job_id)  # the adopted child is gone; its job is settled next
         with store:
             final = recovered_row(store, row, self.clock())
             self._write(store, [final])
-        registry.forget(row.job_id)  # the adopted child is gone and its job settled
         with self._lock:
             self._live.pop(row.job_id, None)
 
