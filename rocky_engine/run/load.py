@@ -9,6 +9,10 @@ file with new columns widens the table (``ADD COLUMN``); missing columns read NU
 record (CONTRACT section 3); the files loaded are noted in the state store's ``loaded_files`` table for
 inspection only.
 
+A store newer than this engine under ``on_schema_mismatch = "recreate"`` runs the load "once as a full
+refresh" (seeds/deployment-contract.md): from a fresh local state, with no memory of earlier loads, the
+target tables of the files are rebuilt from them (dropped, then loaded), never appended to a second time.
+
 A target whose dialect cannot read local files (``capabilities.reads_local_files``: PostgreSQL) is
 refused: moving files into it needs a COPY path this engine does not have yet.
 """
@@ -193,7 +197,7 @@ def execute_load(
             adapter = open_adapter(project.config, pipeline.target.adapter)
             guard.on_interrupt(adapter.interrupt)
             try:
-                _load_all(adapter, pipeline, files, out, guard.stop.is_set)
+                _load_all(adapter, pipeline, files, out, guard.stop.is_set, rebuild=store.downgraded)
             finally:
                 adapter.close()
             out.interrupted = guard.stop.is_set() or None
@@ -206,11 +210,14 @@ def execute_load(
 
 def _load_all(
     adapter: WarehouseAdapter, pipeline: LoadPipeline, files: list[SourceFile], out: LoadOutput,
-    stopped: Callable[[], bool],
+    stopped: Callable[[], bool], *, rebuild: bool = False,
 ) -> None:
     target = pipeline.target
     adapter.ensure_schema(target.schema_, target.catalog)
     existing = set(adapter.list_tables(target.schema_, target.catalog))
+    if rebuild:
+        _drop_targets(adapter, pipeline, sorted(existing & {f.table for f in files}))
+        existing -= {f.table for f in files}
     for file in files:
         if stopped():
             break
@@ -224,6 +231,20 @@ def _load_all(
         existing.add(file.table)
         log.info("loaded %s into %s: %d rows", file.display, file.table, rows)
         out.add(LoadedFile(path=file.display, table=file.table, rows=rows, bytes=file.size))
+
+
+def _drop_targets(adapter: WarehouseAdapter, pipeline: LoadPipeline, tables: list[str]) -> None:
+    """A full refresh: the target tables the files load into go first, so the files rebuild them."""
+    if not tables:
+        return
+    target = pipeline.target
+    log.warning(
+        "on_schema_mismatch = recreate: rebuilding %s from the files (a full refresh: the fresh state does "
+        "not know which files earlier loads appended)", ", ".join(tables),
+    )
+    with adapter.transaction():
+        for table in tables:
+            adapter.dialect.drop_table(adapter, adapter.qualified(target.schema_, table, target.catalog))
 
 
 def _record_loaded(
