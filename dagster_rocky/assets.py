@@ -1,8 +1,14 @@
 """Discovered tables as Dagster assets: ``load_rocky_assets`` (specs) and the multi-asset factory.
 
-``load_rocky_assets`` returns one ``AssetSpec`` per discovered table. ``build_rocky_assets`` returns one
-subset-aware ``multi_asset`` per group that executes ``rocky run --filter`` for the selected tables and
-reports one ``MaterializeResult`` per materialized table and one ``AssetCheckResult`` per declared check.
+``load_rocky_assets`` returns one ``AssetSpec`` per discovered table (and, from ``rocky dag``, one per
+model: :mod:`dagster_rocky.models`). ``build_rocky_assets`` returns one subset-aware ``multi_asset`` per
+group that executes ``rocky run --filter`` for the selected tables and reports one ``MaterializeResult``
+per materialized table and one ``AssetCheckResult`` per check the run evaluated.
+
+Check specs are declared only for the checks the project configures: ``rocky dag`` lists them per
+replicated table (row_count, column_match, freshness, null_rate, custom checks, assertions, and the
+anomaly detector as ``row_count_anomaly``). Given only a discover document, the freshness check (the one
+discover reports) is all that is known, so it is all that is declared.
 """
 
 from __future__ import annotations
@@ -16,19 +22,38 @@ import dagster as dg
 from dagster_rocky.resource import RockyResource
 from dagster_rocky.tenancy import strip_tenant, tenant_of
 from dagster_rocky.translator import RockyDagsterTranslator, component_value, safe_name
-from dagster_rocky.types import DiscoverChecks, DiscoverResult, SourceInfo, TableInfo
+from dagster_rocky.types import DagNode, DagResult, DiscoverChecks, DiscoverResult, SourceInfo, TableInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: the checks every replicated table declares; freshness only when discover reports a threshold
-BASE_CHECKS: tuple[str, ...] = ("row_count", "column_match")
+#: the Dagster concurrency pool every Rocky asset step runs in unless told otherwise: one project's steps
+#: write one state store, so an instance limit of 1 on this pool makes them take turns
+DEFAULT_POOL = "rocky"
+
 FRESHNESS_CHECK = "freshness"
+#: the name of the anomaly detector's check (the engine's kind ``anomaly``)
+ANOMALY_CHECK = "row_count_anomaly"
 
 _CHECK_DESCRIPTIONS = {
     "row_count": "Rocky: the target has as many rows as the source",
     "column_match": "Rocky: the target has the source's columns",
     "freshness": "Rocky: the newest row is within the freshness threshold",
+    "null_rate": "Rocky: the column's share of NULLs is within the threshold",
+    "anomaly": "Rocky: the row count is near its recent baseline (advisory)",
+    "custom": "Rocky: a custom SQL check",
 }
+
+
+def node_checks(node: DagNode) -> dict[str, str]:
+    """The checks ``rocky dag`` says a node's table gets: check name -> description."""
+    out: dict[str, str] = {}
+    for check in node.checks:
+        name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+        out[name] = _CHECK_DESCRIPTIONS.get(check.kind, f"Rocky check ({check.kind})")
+    for assertion in node.assertions:
+        on = f" on {assertion.column}" if assertion.column else ""
+        out[assertion.name] = f"Rocky assertion: {assertion.kind}{on}"
+    return out
 
 
 @dataclass(frozen=True)
@@ -48,7 +73,8 @@ class RockyAssetIndex:
 
     entries: list[RockyAssetEntry]
     specs: dict[dg.AssetKey, dg.AssetSpec]
-    check_names: tuple[str, ...]
+    #: asset key -> check name -> description: the configured checks of each table
+    checks: dict[dg.AssetKey, dict[str, str]]
     by_engine_key: dict[tuple[str, ...], RockyAssetEntry] = field(default_factory=dict)
     #: (component name, value) -> ids of every source with that value, for whole-tenant filters
     sources_by_component: dict[tuple[str, str], set[str]] = field(default_factory=dict)
@@ -82,15 +108,22 @@ def build_index(
     *,
     tenant_component: str | None = None,
     partitions_def: dg.PartitionsDefinition | None = None,
+    dag: DagResult | None = None,
 ) -> RockyAssetIndex:
-    """Map every discovered table to its asset key and spec.
+    """Map every discovered table to its asset key, spec and configured checks (from ``dag`` if given).
 
     Raises:
         dg.DagsterInvalidDefinitionError: two tables map to one key outside tenant mode.
     """
     translator = translator or RockyDagsterTranslator()
     checks: DiscoverChecks | None = discover.checks
-    check_names = BASE_CHECKS + ((FRESHNESS_CHECK,) if checks and checks.freshness else ())
+    fallback = {FRESHNESS_CHECK: _CHECK_DESCRIPTIONS[FRESHNESS_CHECK]} if checks and checks.freshness else {}
+    configured: dict[dg.AssetKey, dict[str, str]] = {}
+    if dag is not None:
+        for node in dag.nodes:
+            if node.kind == "replication":
+                configured[translator.get_dag_node_asset_key(node)] = node_checks(node)
+    by_key_checks: dict[dg.AssetKey, dict[str, str]] = {}
     entries: list[RockyAssetEntry] = []
     specs: dict[dg.AssetKey, dg.AssetSpec] = {}
     owner: dict[dg.AssetKey, str] = {}
@@ -119,6 +152,7 @@ def build_index(
                     spec = spec.replace_attributes(partitions_def=partitions_def)
                 specs[key] = spec
                 owner[key] = source.id
+                by_key_checks[key] = configured.get(key, fallback) if dag is not None else fallback
             entry = RockyAssetEntry(
                 key=key, source=source, table=table, group=spec.group_name or group, partition=partition
             )
@@ -128,7 +162,7 @@ def build_index(
     return RockyAssetIndex(
         entries=entries,
         specs=specs,
-        check_names=check_names,
+        checks=by_key_checks,
         by_engine_key=by_engine_key,
         sources_by_component=by_component,
         sources_by_table=by_table,
@@ -161,9 +195,9 @@ def load_rocky_assets(
 
 def check_specs_for(index: RockyAssetIndex, keys: list[dg.AssetKey]) -> list[dg.AssetCheckSpec]:
     return [
-        dg.AssetCheckSpec(name, asset=key, description=_CHECK_DESCRIPTIONS.get(name))
+        dg.AssetCheckSpec(name, asset=key, description=description)
         for key in keys
-        for name in index.check_names
+        for name, description in index.checks.get(key, {}).items()
     ]
 
 
@@ -177,6 +211,8 @@ def build_rocky_assets(
     tenant_component: str | None = None,
     partitions_def: dg.PartitionsDefinition | None = None,
     name_prefix: str = "rocky",
+    dag: DagResult | None = None,
+    pool: str | None = DEFAULT_POOL,
 ) -> list[dg.AssetsDefinition]:
     """One subset-aware multi-asset per group, executed with ``rocky run --filter``.
 
@@ -188,19 +224,22 @@ def build_rocky_assets(
         op_tags: tags of every step (e.g. concurrency pools).
         tenant_component: collapse this component into the dynamic partitions ``partitions_def``.
         partitions_def: required with ``tenant_component``.
+        dag: the ``rocky dag`` document, whose configured checks become check specs (with a resource and
+            no ``dag``, ``rocky dag`` runs now); without one only discover's freshness check is declared.
+        pool: the Dagster concurrency pool of every step (see ``DEFAULT_POOL``); None: no pool.
     """
     from dagster_rocky.execution import GroupPlan, execute_group
 
     if (tenant_component is None) != (partitions_def is None):
         raise ValueError("tenant_component and partitions_def must be passed together")
     translator = translator or RockyDagsterTranslator()
-    discover = (
-        rocky_or_discover.discover(pipeline)
-        if isinstance(rocky_or_discover, RockyResource)
-        else rocky_or_discover
-    )
+    if isinstance(rocky_or_discover, RockyResource):
+        discover = rocky_or_discover.discover(pipeline)
+        dag = dag if dag is not None else rocky_or_discover.dag(pipeline)
+    else:
+        discover = rocky_or_discover
     index = build_index(
-        discover, translator, tenant_component=tenant_component, partitions_def=partitions_def
+        discover, translator, tenant_component=tenant_component, partitions_def=partitions_def, dag=dag
     )
     out: list[dg.AssetsDefinition] = []
     for group, entries in sorted(index.groups().items()):
@@ -209,7 +248,7 @@ def build_rocky_assets(
             group=group, entries=entries, index=index, pipeline=pipeline, tenant_component=tenant_component
         )
         out.append(
-            _group_multi_asset(
+            group_multi_asset(
                 name=safe_name(f"{name_prefix}_{group}"),
                 specs=[index.specs[k].replace_attributes(skippable=True) for k in keys],
                 check_specs=check_specs_for(index, keys),
@@ -218,12 +257,13 @@ def build_rocky_assets(
                 op_tags=op_tags,
                 partitions_def=partitions_def,
                 execute=execute_group,
+                pool=pool,
             )
         )
     return out
 
 
-def _group_multi_asset(
+def group_multi_asset(
     *,
     name: str,
     specs: list[dg.AssetSpec],
@@ -233,6 +273,7 @@ def _group_multi_asset(
     op_tags: Mapping[str, Any] | None,
     partitions_def: dg.PartitionsDefinition | None,
     execute: Any,
+    pool: str | None = None,
 ) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=name,
@@ -242,8 +283,9 @@ def _group_multi_asset(
         required_resource_keys={resource_key},
         op_tags=op_tags,
         partitions_def=partitions_def,
+        pool=pool,
     )
-    @_with_context_class
+    @with_context_class
     def _rocky_group(context: dg.AssetExecutionContext) -> Iterator[Any]:
         rocky: RockyResource = getattr(context.resources, resource_key)
         yield from execute(context, rocky, plan)
@@ -251,7 +293,7 @@ def _group_multi_asset(
     return _rocky_group
 
 
-def _with_context_class(fn: F) -> F:
+def with_context_class(fn: F) -> F:
     """Dagster checks the ``context`` annotation as a class; postponed annotations make it a string."""
     fn.__annotations__["context"] = dg.AssetExecutionContext
     return fn
