@@ -54,6 +54,9 @@ class DagAssertion(WireModel):
     name: str
     kind: str
     column: str | None = None
+    severity: str = "error"
+    #: the pipeline that evaluates it when that is not the node's own (a quality pipeline), else absent
+    pipeline: str | None = None
 
 
 class DagCheck(WireModel):
@@ -62,6 +65,11 @@ class DagCheck(WireModel):
 
     name: str
     kind: str
+    #: the column a per-column check (``null_rate``) reads
+    column: str | None = None
+    severity: str = "error"
+    #: the pipeline that evaluates it when that is not the node's own (a quality pipeline), else absent
+    pipeline: str | None = None
 
 
 class DagSource(WireModel):
