@@ -44,15 +44,48 @@ _CHECK_DESCRIPTIONS = {
 }
 
 
+def _own(node: DagNode, pipeline: str | None) -> bool:
+    return pipeline is None or pipeline == node.pipeline
+
+
+def _describe(kind: str, column: str | None, assertion: bool) -> str:
+    on = f" on {column}" if column else ""
+    if assertion:
+        return f"Rocky assertion: {kind}{on}"
+    return _CHECK_DESCRIPTIONS.get(kind, f"Rocky check ({kind})") + on
+
+
 def node_checks(node: DagNode) -> dict[str, str]:
-    """The checks ``rocky dag`` says a node's table gets: check name -> description."""
+    """The checks the node's own pipeline evaluates on its table (``rocky dag``): name -> description."""
     out: dict[str, str] = {}
     for check in node.checks:
-        name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
-        out[name] = _CHECK_DESCRIPTIONS.get(check.kind, f"Rocky check ({check.kind})")
+        if _own(node, check.pipeline):
+            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            out[name] = _describe(check.kind, check.column, assertion=False)
     for assertion in node.assertions:
-        on = f" on {assertion.column}" if assertion.column else ""
-        out[assertion.name] = f"Rocky assertion: {assertion.kind}{on}"
+        if _own(node, assertion.pipeline):
+            out[assertion.name] = _describe(assertion.kind, assertion.column, assertion=True)
+    return out
+
+
+def quality_checks(node: DagNode) -> list[tuple[str, str, str]]:
+    """``(pipeline, name, description)`` of the checks another (quality) pipeline evaluates on the node."""
+    out: list[tuple[str, str, str]] = []
+    for check in node.checks:
+        if not _own(node, check.pipeline):
+            assert check.pipeline is not None
+            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            out.append((check.pipeline, name, _describe(check.kind, check.column, assertion=False)))
+    for assertion in node.assertions:
+        if not _own(node, assertion.pipeline):
+            assert assertion.pipeline is not None
+            out.append(
+                (
+                    assertion.pipeline,
+                    assertion.name,
+                    _describe(assertion.kind, assertion.column, assertion=True),
+                )
+            )
     return out
 
 
@@ -293,7 +326,7 @@ def group_multi_asset(
     return _rocky_group
 
 
-def with_context_class(fn: F) -> F:
+def with_context_class(fn: F, cls: type = dg.AssetExecutionContext) -> F:
     """Dagster checks the ``context`` annotation as a class; postponed annotations make it a string."""
-    fn.__annotations__["context"] = dg.AssetExecutionContext
+    fn.__annotations__["context"] = cls
     return fn

@@ -88,9 +88,7 @@ def plan_runs(entries: list[RockyAssetEntry], plan: GroupPlan) -> list[tuple[str
     ]
 
 
-def routing_for(
-    context: dg.AssetExecutionContext, plan: GroupPlan, partition: str | None
-) -> EventRouting:
+def routing_for(context: dg.AssetExecutionContext, plan: GroupPlan, partition: str | None) -> EventRouting:
     """Engine keys of the group's tables -> their Dagster keys, limited to the step's selection."""
     keys = {
         engine_key: entry.key
