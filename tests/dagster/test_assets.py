@@ -70,21 +70,28 @@ def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
     rocky = RockyResource(config_path=str(checked))
     assets = build_rocky_assets(rocky, pipeline="raw")
     assert sorted(a.node_def.name for a in assets) == ["rocky_orders", "rocky_payments"]
-    assert {c.name for a in assets for c in a.check_keys} == {"row_count", "column_match", "freshness"}
+    # the configured checks (rocky dag), the anomaly detector as row_count_anomaly
+    assert {c.name for a in assets for c in a.check_keys} == {
+        "row_count",
+        "column_match",
+        "freshness",
+        "row_count_anomaly",
+    }
     result = dg.materialize(assets, resources={"rocky": rocky})
     assert result.success
     mats, checks = _events(result)
     assert set(mats) == {ORDERS, CUSTOMERS, PAYMENTS}
     orders = mats[ORDERS]
-    assert orders["dagster/row_count"] == 20000
-    assert orders["rows_copied"] == 20000
+    assert orders["dagster/row_count"] == 20000  # rows in the target after the run
+    assert orders["rocky/rows_copied"] == 20000
     assert isinstance(orders["dagster/duration_ms"], int)
     assert orders["strategy"] == "incremental"
     assert orders["target_table_full_name"] == "playground.staging__orders.orders"
     assert orders["watermark"]
     assert str(orders["rocky/run_id"]).startswith("run-")
     by_check = {(c.asset_key, c.check_name): c for c in checks}
-    assert len(by_check) == len(checks) == 9  # three tables x three checks, never two for one key
+    # three tables x three checks, never two for one key; no anomaly was found, so no anomaly result
+    assert len(by_check) == len(checks) == 9
     row_count = by_check[(ORDERS, "row_count")]
     assert row_count.passed
     assert row_count.metadata["source_count"].value == row_count.metadata["target_count"].value == 20000
@@ -145,19 +152,32 @@ def test_failed_table_gets_no_materialization_and_fails_the_step(checked: Path) 
     assert [f.step_key for f in failures] == ["rocky_orders"]
     error = failures[0].event_specific_data.error
     assert error is not None
-    assert "duckdb.orders.broken (query-rejected): timestamp column '_fivetran_synced'" in error.message
+    assert "duckdb/orders/broken (query-rejected): timestamp column '_fivetran_synced'" in error.message
 
 
-def test_declared_checks_the_engine_did_not_run_get_placeholders(playground: Path) -> None:
-    # No [pipeline.raw.checks]: the engine produces no check results, the declared ones get placeholders.
+def test_no_check_is_declared_or_reported_that_the_project_does_not_configure(playground: Path) -> None:
+    # No [pipeline.raw.checks]: no check specs at all, so nothing can show as passed without running.
     rocky = RockyResource(config_path=str(playground / "rocky.toml"))
+    assets = build_rocky_assets(rocky, pipeline="raw")
+    assert [c for a in assets for c in a.check_keys] == []
+    result = dg.materialize(assets, resources={"rocky": rocky})
+    assert result.success
+    _, checks = _events(result)
+    assert checks == []
+
+
+@pytest.mark.slow
+def test_a_configured_check_the_run_did_not_evaluate_has_no_result(checked: Path) -> None:
+    # The second, no-op incremental run copies nothing: the engine still checks, but the table
+    # that is not materialized again gets no result for a check the engine skipped.
+    rocky = RockyResource(config_path=str(checked))
     assets = build_rocky_assets(rocky, pipeline="raw")
     result = dg.materialize(assets, resources={"rocky": rocky})
     _, checks = _events(result)
-    assert {(c.asset_key, c.check_name) for c in checks} == {
-        (k, n) for k in (ORDERS, CUSTOMERS, PAYMENTS) for n in ("row_count", "column_match")
-    }
-    assert all(c.passed and c.metadata["rocky/placeholder"].value is True for c in checks)
+    names = {(c.asset_key, c.check_name) for c in checks}
+    assert (ORDERS, "row_count_anomaly") not in names  # declared, not evaluated: no placeholder
+    assert not any(c.metadata.get("rocky/placeholder") for c in checks)
+    assert (ORDERS, "row_count") in names
 
 
 def test_pipeline_comes_from_discover_when_the_project_has_several(playground: Path) -> None:
