@@ -56,7 +56,8 @@ def test_component_from_yaml_builds_assets_checks_sensor_and_resource(sandbox: A
         assert ORDERS in specs
         assert specs[ORDERS].group_name == "orders"
         # the models come from `rocky dag`; the only configured checks are the quality assertions
-        assert specs[FCT_ORDERS].deps[0].asset_key == dg.AssetKey(["playground", "intermediate", "int_order_payments"])
+        upstream = dg.AssetKey(["playground", "intermediate", "int_order_payments"])
+        assert [d.asset_key for d in specs[FCT_ORDERS].deps] == [upstream]
         check_keys = defs.resolve_asset_graph().asset_check_keys
         assert {(k.asset_key, k.name) for k in check_keys} == {
             (FCT_ORDERS, "not_null_order_id"),
@@ -190,7 +191,7 @@ def test_translator_class_and_state_namespace_from_yaml(sandbox: Any, playground
         },
         project=playground,
     )
-    with sandbox.load_component_and_build_defs(defs_path=path) as (component, defs):
+    with sandbox.load_component_and_build_defs(defs_path=path) as (_, defs):
         specs = {s.key: s for s in defs.resolve_all_asset_specs()}
         assert specs[ORDERS].tags["table"] == "orders"  # get_tags(source, table): the published signature
         assert specs[FCT_ORDERS].group_name == "models"
