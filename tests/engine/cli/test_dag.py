@@ -200,7 +200,8 @@ def test_dag_lists_every_discovered_table_from_the_cache(project: DuckDBProject)
     # the cache adds a table no model reads; the ones models read still resolve to the same ids
     assert "replication:raw/duckdb/globex/eu/invoices" in by_id
     assert by_id["replication:raw/duckdb/globex/eu/invoices"]["target"]["schema"] == "stg__globex__eu"
-    assert by_id["transformation:orders_clean"]["depends_on"] == ["replication:raw/duckdb/acme/us__west/orders"]
+    assert by_id["transformation:orders_clean"]["depends_on"] == [
+        "replication:raw/duckdb/acme/us__west/orders"]
     # a cache that does not read is ignored with a warning, the config still answers
     (project.root / ".rocky" / "discover.json").write_text("{not json")
     code, doc, stderr = dag(project)
@@ -218,8 +219,8 @@ def test_dag_pipeline_filter_and_errors(project: DuckDBProject) -> None:
     bad = rocky_in_process(["-c", str(project.config), "dag", "--pipeline", "quality"])
     assert bad.returncode == 1
     assert bad.error_lines == ["error: pipeline 'quality' is a quality pipeline; rocky dag shows "
-                               "transformation models and replicated tables; name a transformation or replication "
-                               "pipeline, or omit --pipeline"]
+                               "transformation models and replicated tables; name a transformation or "
+                               "replication pipeline, or omit --pipeline"]
     (project.root / "models" / "marts" / "recent.toml").write_text('colour = "red"\n')
     broken = rocky_in_process(["-c", str(project.config), "dag"])
     assert broken.returncode == 1 and len(broken.error_lines) == 1
