@@ -17,7 +17,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pipeline", help="pipeline to run (required when several are configured)")
     p.add_argument("--filter", help="replication only: id=<source id>, table=<name> or <component>=<value>")
-    p.add_argument("--model", help="transformation only: run just this model")
+    p.add_argument(
+        "--model", action="append", default=[], metavar="SELECTOR",
+        help="transformation only: run just this model (repeatable; +NAME adds its upstream models, NAME+ "
+        "its downstream ones); the selected models run in DAG order in this one process",
+    )
     p.add_argument("--parallel", type=int, help="models in flight at once (default 4)")
     p.add_argument("--resume", metavar="RUN_ID", help="replication: skip tables RUN_ID finished")
     p.add_argument("--resume-latest", action="store_true", help="replication: resume the latest run")
@@ -101,7 +105,7 @@ def execute(args: argparse.Namespace) -> Any:
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,
-        model=args.model,
+        models=tuple(args.model),
         parallel=args.parallel,
         resume=args.resume,
         resume_latest=args.resume_latest,

@@ -15,9 +15,12 @@ including those of quality pipelines that check it (``pipeline`` then names the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import gc
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocky_engine.checks.assertions import assertion_applies
 from rocky_engine.config.pipelines import QualityPipeline, ReplicationPipeline, TransformationPipeline
@@ -61,6 +64,10 @@ _NOT_TABLES = frozenset({"view", "ephemeral"})
 class DagOutput(DagResult, Result):
     """The result of ``rocky dag``: its document plus a table for people."""
 
+    def wire(self) -> dict[str, Any]:
+        with gc_paused():
+            return super().wire()
+
     def render_table(self) -> str:
         rows = [
             [n.id, n.pipeline or "", ".".join(n.asset_key), str(len(n.depends_on))] for n in self.nodes
@@ -78,6 +85,20 @@ class _Replicated:
     asset_key: list[str]
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector for a bounded stretch that only allocates objects that stay alive (the
+    nodes of a 10,000-model project and their documents): it would walk them again and again for nothing,
+    about half the time of ``rocky dag`` on such a project. Left as it was found."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 def build_dag(project: Project, pipeline_name: str | None = None) -> DagOutput:
     """The DAG of every transformation and replication pipeline (or only ``pipeline_name``'s nodes).
 
@@ -85,6 +106,11 @@ def build_dag(project: Project, pipeline_name: str | None = None) -> DagOutput:
         ConfigError: an unknown pipeline; ModelError: a model file does not load.
         UsageError: ``pipeline_name`` is neither a transformation nor a replication pipeline.
     """
+    with gc_paused():
+        return _build(project, pipeline_name)
+
+
+def _build(project: Project, pipeline_name: str | None) -> DagOutput:
     config = project.config
     if pipeline_name is not None:
         chosen = config.pipeline(pipeline_name)
@@ -148,15 +174,15 @@ def _model_node(
         assertions=_assertions(checks if builds_table else None, parts, quality),
         checks=_checks(checks if builds_table else None, strategy.timestamp_column)
         + _quality_checks(parts, quality),
-        sql_path=_relative(project, model),
+        sql_path=_relative(str(project.root) + os.sep, model),
     )
 
 
-def _relative(project: Project, model: Model) -> str:
-    try:
-        return model.path.relative_to(project.root).as_posix()
-    except ValueError:
-        return model.path.as_posix()
+def _relative(root: str, model: Model) -> str:
+    """The model file relative to the project directory (string work: ``Path.relative_to`` costs a
+    tenth of the command on 10,000 models)."""
+    path = str(model.path)
+    return path[len(root):].replace(os.sep, "/") if path.startswith(root) else model.path.as_posix()
 
 
 def _warehouse(config: RockyConfig, adapter: str) -> tuple[str, str, str]:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 class RunOptions:
     pipeline: str | None = None
     filter: str | None = None
-    model: str | None = None
+    #: ``--model`` selectors (``NAME``, ``+NAME``, ``NAME+``); empty: every model (``run.selection``)
+    models: tuple[str, ...] = ()
     parallel: int | None = None
     resume: str | None = None
     resume_latest: bool = False

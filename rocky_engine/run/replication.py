@@ -80,7 +80,7 @@ class ReplicationRunner:
     def run(self) -> RunOutput:
         ctx = self.ctx
         pipeline: ReplicationPipeline = ctx.pipeline
-        if ctx.options.model:
+        if ctx.options.models:
             raise UsageError("--model applies to transformation pipelines", hint="use --filter table=<name>")
         pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
         filt = ReplicationFilter.parse(ctx.options.filter, pattern.names) if ctx.options.filter else None

@@ -8,18 +8,18 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
-from rocky_engine.errors import AdapterError, ModelError, RockyError, UsageError
+from rocky_engine.errors import AdapterError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.materialize import Materialized, materialize
 from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.selection import select_models
 from rocky_engine.state.runs import ModelExecution
 from rocky_engine.wire.run import (
     ContainedInfo,
@@ -61,23 +61,7 @@ class TransformationRunner:
             adapter.close()
 
     def _select(self, model_set: ModelSet) -> list[str]:
-        name = self.ctx.options.model
-        if name is None:
-            return list(model_set.order)
-        if name not in model_set.models:
-            close = difflib.get_close_matches(name, list(model_set.models), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else "run `rocky validate` to list the models"
-            raise UsageError(
-                f"--model '{name}' is not a model of pipeline '{self.ctx.pipeline_name}'", hint=hint
-            )
-        if model_set.models[name].strategy.type == "ephemeral":
-            users = ", ".join(model_set.dependents.get(name, [])) or "no model"
-            raise UsageError(
-                f"--model '{name}' is ephemeral: it is inlined into the models that use it ({users}) and "
-                "never materialized on its own",
-                hint="run one of those models instead",
-            )
-        return [name]
+        return select_models(model_set, self.ctx.options.models, self.ctx.pipeline_name)
 
     def _concurrency(self) -> int:
         """``--parallel``, else the pipeline's ``[execution] concurrency`` (``"adaptive"`` starts at 4)."""

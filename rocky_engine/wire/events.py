@@ -30,6 +30,8 @@ class EventCheck(WireModel):
     name: str
     #: the check kind (``row_count``, ``null_rate``, an assertion type, ...)
     kind: str
+    #: the column a per-column check (``null_rate``) or an assertion reads
+    column: str | None = None
     passed: bool
     severity: str = "error"
     detail: str | None = None
