@@ -221,9 +221,16 @@ def load_rocky_assets(
     translator: RockyDagsterTranslator | None = None,
     *,
     pipeline: str | None = None,
+    models: bool = True,
 ) -> list[dg.AssetSpec]:
-    """Run ``rocky discover`` and return one ``AssetSpec`` per discovered table."""
-    return specs_from_discover(rocky.discover(pipeline), translator)
+    """One ``AssetSpec`` per discovered table (``rocky discover``) and, with ``models``, one per
+    transformation model (``rocky dag``), the models' deps pointing at the tables' keys."""
+    specs = specs_from_discover(rocky.discover(pipeline), translator)
+    if models:
+        from dagster_rocky.models import specs_from_dag
+
+        specs += specs_from_dag(rocky.dag(), translator)
+    return specs
 
 
 def check_specs_for(index: RockyAssetIndex, keys: list[dg.AssetKey]) -> list[dg.AssetCheckSpec]:

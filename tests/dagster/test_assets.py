@@ -49,7 +49,11 @@ def _events(
 def test_load_rocky_assets_one_spec_per_table(checked: Path) -> None:
     specs = load_rocky_assets(RockyResource(config_path=str(checked)))
     by_key = {s.key: s for s in specs}
-    assert set(by_key) == {ORDERS, CUSTOMERS, PAYMENTS}
+    assert {k for k in by_key if k.path[0] == "duckdb"} == {ORDERS, CUSTOMERS, PAYMENTS}
+    # and one spec per model, from `rocky dag`, reading the replication assets
+    assert len([k for k in by_key if k.path[0] == "playground"]) == 9
+    stg = by_key[dg.AssetKey(["playground", "staging", "stg_orders"])]
+    assert [d.asset_key for d in stg.deps] == [ORDERS]
     orders = by_key[ORDERS]
     assert orders.group_name == "orders"
     assert orders.tags["rocky/source_type"] == "duckdb"
@@ -61,7 +65,8 @@ def test_load_rocky_assets_one_spec_per_table(checked: Path) -> None:
 
 
 def test_no_freshness_policy_without_the_check(playground: Path) -> None:
-    specs = load_rocky_assets(RockyResource(config_path=str(playground / "rocky.toml")))
+    specs = load_rocky_assets(RockyResource(config_path=str(playground / "rocky.toml")), models=False)
+    assert len(specs) == 3
     assert all(s.freshness_policy is None for s in specs)
 
 
