@@ -126,7 +126,10 @@ class RockyDagsterTranslator:
     ) -> dg.AssetSpec:
         """The whole spec; the other ``get_*`` methods feed it."""
         group = self._group_of(source)
-        tags = self.get_tags(source, table)
+        if type(self).get_tags is RockyDagsterTranslator.get_tags:
+            tags = self._source_tags(source)  # the default does not read the table: once per source
+        else:
+            tags = self.get_tags(source, table)
         return dg.AssetSpec(
             key=self.get_asset_key(source, table),
             deps=list(self.get_asset_deps(source, table)),
@@ -137,6 +140,13 @@ class RockyDagsterTranslator:
             kinds={"rocky"},
             freshness_policy=self.get_freshness_policy(source, table, checks),
         )
+
+    def _source_tags(self, source: SourceInfo) -> dict[str, str]:
+        memo: tuple[SourceInfo, dict[str, str]] | None = getattr(self, "_tags_memo", None)
+        if memo is None or memo[0] is not source:
+            memo = (source, self.get_tags(source, TableInfo(name="")))
+            self._tags_memo = memo
+        return memo[1]
 
     def _group_of(self, source: SourceInfo) -> str:
         """The group of ``source``, computed once for all its tables (they are translated in a row)."""
