@@ -9,6 +9,7 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
@@ -16,6 +17,7 @@ from rocky_engine.errors import AdapterError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
+from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
 from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.run.progress import RunProgress
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
 
 DEFAULT_PARALLEL = 4
+#: strategies that add to a table: the rows in it after a run are counted for the event, when one listens
+_APPENDING = frozenset({"incremental", "merge", "delete_insert"})
 
 
 class TransformationRunner:
@@ -153,10 +157,15 @@ class TransformationRunner:
             select = compiled[name]
             if isinstance(select, ModelError):
                 raise _CompileError(str(select)) from select
-            return materialize(
+            built = materialize(
                 session, dialect, model.strategy, target, select,
                 exists_as=existing.get((target.schema, target.table)),
             )
+            if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
+                return replace(built, row_count=built.rows)
+            if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
+                return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
+            return built
 
         progress = RunProgress(len(runnable), f"{ctx.pipeline_name}")
 
@@ -267,6 +276,7 @@ class TransformationRunner:
                 )
             )
             status = "success"
+            ctx.stream.materialized("model", name, out.materializations[-1], outcome.value.row_count)
             ctx.events.fire("after_model_run", model=name, table=target.full_name,
                             duration_ms=outcome.duration_ms)
         else:
@@ -278,6 +288,7 @@ class TransformationRunner:
             out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
             status = "failed"
+            ctx.stream.failed("model", name, target.asset_key, message, outcome.duration_ms)
             ctx.events.fire("model_error", model=name, table=target.full_name, error=message,
                             duration_ms=outcome.duration_ms)
         self.executions.append(
