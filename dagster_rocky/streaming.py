@@ -266,7 +266,12 @@ class RockyRunStream:
         )
 
     def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
-        meta: dict[str, Any] = {"rocky/run_id": event.run_id, "rocky/pipeline": event.pipeline}
+        meta: dict[str, Any] = {
+            "rocky/run_id": event.run_id,
+            "rocky/pipeline": event.pipeline,
+            # when the engine finished the asset (the event's time), next to when Dagster recorded it
+            "rocky/finished_at": dg.MetadataValue.timestamp(event.ts),
+        }
         if event.duration_ms is not None:
             meta["dagster/duration_ms"] = event.duration_ms
         if event.row_count is not None:
