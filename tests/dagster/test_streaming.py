@@ -133,11 +133,9 @@ def test_parse_event_line_reads_events_and_ignores_other_lines() -> None:
     assert parse_event_line('{"target": "rocky.events", "event": "materialized"}') is None  # unreadable
 
 
-@pytest.fixture(scope="module")
-def dag() -> DagResult:
-    from tests.dagster.test_translator import PLAYGROUND
-
-    return RockyResource(config_path=str(PLAYGROUND / "rocky.toml")).dag()
+@pytest.fixture
+def dag(playground_dag: DagResult) -> DagResult:
+    return playground_dag
 
 
 def _selection() -> list[dg.AssetKey]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 
 import dagster as dg
 import pytest
 
-from dagster_rocky import RockyDagsterTranslator, RockyResource, build_rocky_assets
+from dagster_rocky import RockyDagsterTranslator, build_rocky_assets
 from dagster_rocky.models import build_model_index, model_selection, specs_from_dag
 from dagster_rocky.types import DagNode, DagResult, DiscoverResult, SourceInfo, TableInfo
-from tests.dagster.conftest import PLAYGROUND
 
 VARIADIC = DiscoverResult.model_validate(
     {
@@ -69,16 +67,9 @@ def test_no_check_spec_without_dag_except_the_freshness_discover_reports() -> No
     assert [c.name for a in build_rocky_assets(checked) for c in a.check_keys] == ["freshness"]
 
 
-@pytest.fixture(scope="module")
-def dag(tmp_path_factory: pytest.TempPathFactory) -> DagResult:
-    """`rocky dag` of the playground (unseeded: dag reads no warehouse) with one model's sidecar filled."""
-    project = tmp_path_factory.mktemp("dag") / "playground"
-    shutil.copytree(PLAYGROUND, project, ignore=shutil.ignore_patterns("*.duckdb*", ".rocky*", "__pycache__"))
-    (project / "models" / "marts" / "fct_orders.toml").write_text(
-        'description = "One row per order."\nowners = ["ana@example.com", "finance"]\n'
-        '[tags]\ndomain = "finance"\n'
-    )
-    return RockyResource(config_path=str(project / "rocky.toml")).dag()
+@pytest.fixture
+def dag(playground_dag: DagResult) -> DagResult:
+    return playground_dag
 
 
 def test_model_specs_from_rocky_dag(dag: DagResult) -> None:
