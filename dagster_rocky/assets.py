@@ -113,6 +113,8 @@ class RockyAssetIndex:
     sources_by_component: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: table name -> ids of every source that has a table of that name, for ``table=`` filters
     sources_by_table: dict[str, set[str]] = field(default_factory=dict)
+    #: asset key -> what rocky dag knows before a run (the target table), for streamed materializations
+    facts: dict[dg.AssetKey, dict[str, Any]] = field(default_factory=dict)
 
     def groups(self) -> dict[str, list[RockyAssetEntry]]:
         out: dict[str, list[RockyAssetEntry]] = {}
@@ -152,10 +154,15 @@ def build_index(
     checks: DiscoverChecks | None = discover.checks
     fallback = {FRESHNESS_CHECK: _CHECK_DESCRIPTIONS[FRESHNESS_CHECK]} if checks and checks.freshness else {}
     configured: dict[dg.AssetKey, dict[str, str]] = {}
+    facts: dict[dg.AssetKey, dict[str, Any]] = {}
     if dag is not None:
+        from dagster_rocky.streaming import node_facts
+
         for node in dag.nodes:
             if node.kind == "replication":
-                configured[translator.get_dag_node_asset_key(node)] = node_checks(node)
+                key = translator.get_dag_node_asset_key(node)
+                configured[key] = node_checks(node)
+                facts[key] = node_facts(node)
     by_key_checks: dict[dg.AssetKey, dict[str, str]] = {}
     entries: list[RockyAssetEntry] = []
     specs: dict[dg.AssetKey, dg.AssetSpec] = {}
@@ -199,6 +206,7 @@ def build_index(
         by_engine_key=by_engine_key,
         sources_by_component=by_component,
         sources_by_table=by_table,
+        facts=facts,
     )
 
 

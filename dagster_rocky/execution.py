@@ -96,7 +96,10 @@ def routing_for(context: dg.AssetExecutionContext, plan: GroupPlan, partition: s
         if partition is None or entry.partition == partition
     }
     return EventRouting(
-        keys=keys, selected=set(context.selected_asset_keys), checks=set(context.selected_asset_check_keys)
+        keys=keys,
+        selected=set(context.selected_asset_keys),
+        checks=set(context.selected_asset_check_keys),
+        facts=plan.index.facts,
     )
 
 

@@ -20,7 +20,7 @@ import dagster as dg
 from dagster_rocky.assets import DEFAULT_POOL, node_checks, quality_checks, with_context_class
 from dagster_rocky.execution import raise_for_failures
 from dagster_rocky.resource import RockyResource
-from dagster_rocky.streaming import EventRouting
+from dagster_rocky.streaming import EventRouting, node_facts
 from dagster_rocky.translator import RockyDagsterTranslator, safe_name
 from dagster_rocky.types import DagNode, DagResult
 
@@ -40,6 +40,8 @@ class ModelIndex:
     checks: dict[dg.AssetKey, dict[str, str]]
     #: quality pipeline -> [(Dagster key, check name, description)]
     quality: dict[str, list[tuple[dg.AssetKey, str, str]]] = field(default_factory=dict)
+    #: Dagster key -> what rocky dag knows before a run (target table, strategy, SQL hash)
+    facts: dict[dg.AssetKey, dict[str, Any]] = field(default_factory=dict)
 
 
 def build_model_index(dag: DagResult, translator: RockyDagsterTranslator | None = None) -> ModelIndex:
@@ -57,6 +59,7 @@ def build_model_index(dag: DagResult, translator: RockyDagsterTranslator | None 
         key = keys[node.id]
         if node.asset_key:
             index.by_engine_key[tuple(node.asset_key)] = key
+        index.facts[key] = node_facts(node)
         for pipeline, name, description in quality_checks(node):
             index.quality.setdefault(pipeline, []).append((key, name, description))
         if node.kind != TRANSFORMATION:
@@ -177,7 +180,10 @@ def _pipeline_multi_asset(
             context.log.info(f"rocky: no model of pipeline '{pipeline}' selected for this step")
             return
         routing = EventRouting(
-            keys=index.by_engine_key, selected=selected, checks=set(context.selected_asset_check_keys)
+            keys=index.by_engine_key,
+            selected=selected,
+            checks=set(context.selected_asset_check_keys),
+            facts=index.facts,
         )
         stream = rocky.run_streaming(context, pipeline=pipeline, model=names, routing=routing)
         materialized = 0

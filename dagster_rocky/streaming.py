@@ -10,7 +10,10 @@ When the process exits, the JSON document on stdout is the authority: what it re
 Rules: one materialization per key, one result per check key, nothing for a key the step did not select
 or a check it did not declare, no result for a check the run did not evaluate, and no materialization for
 a key that failed. ``dagster/row_count`` is the row count of the target after the run (the event's
-``row_count``); the rows this run wrote are ``rocky/rows_copied``.
+``row_count``); the rows this run wrote are ``rocky/rows_copied``. An event's materialization carries
+what the run measured plus the facts ``rocky dag`` knows (target table, strategy); the watermark and the
+column count are in the run document only, so they appear when the document is the source (an engine
+without events).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dagster_rocky import _process
 from dagster_rocky.types import (
     EVENTS_TARGET,
     CheckResult,
+    DagNode,
     MaterializationInfo,
     RowCountCheck,
     RunEvent,
@@ -52,11 +56,14 @@ class EventRouting:
         keys: engine asset key path -> Dagster key; None: the engine key is the Dagster key.
         selected: the keys the step materializes; None: every key it resolves.
         checks: the check keys the step declared and selected; None: any check of a selected key.
+        facts: per-key metadata known before the run (target table, strategy ... from ``rocky dag``),
+            added to an event's materialization (an event carries only what the run measured).
     """
 
     keys: Mapping[tuple[str, ...], dg.AssetKey] | None = None
     selected: set[dg.AssetKey] | None = None
     checks: set[dg.AssetCheckKey] | None = None
+    facts: Mapping[dg.AssetKey, Mapping[str, Any]] | None = None
 
     def key(self, engine_key: list[str]) -> dg.AssetKey | None:
         if not engine_key:
@@ -267,17 +274,18 @@ class RockyRunStream:
 
     def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
         meta: dict[str, Any] = {
+            **((self._routing.facts or {}).get(key) or {}),
             "rocky/run_id": event.run_id,
             "rocky/pipeline": event.pipeline,
             # when the engine finished the asset (the event's time), next to when Dagster recorded it
             "rocky/finished_at": dg.MetadataValue.timestamp(event.ts),
         }
         if event.duration_ms is not None:
-            meta["dagster/duration_ms"] = event.duration_ms
+            meta["dagster/duration_ms"] = meta["duration_ms"] = event.duration_ms
         if event.row_count is not None:
             meta["dagster/row_count"] = event.row_count
         if event.rows_copied is not None:
-            meta[ROWS_COPIED] = event.rows_copied
+            meta[ROWS_COPIED] = meta["rows_copied"] = event.rows_copied
         drift = self._ledger.pending_drift.pop(key, None)
         if drift:
             meta["rocky/drift"] = dg.MetadataValue.json(drift)
@@ -326,6 +334,19 @@ def _failed(key: dg.AssetKey, err: TableError) -> FailedAsset:
     return FailedAsset(
         key=key, error=err.error, failure_kind=err.failure_kind, cooldown_seconds=err.cooldown_seconds
     )
+
+
+def node_facts(node: DagNode) -> dict[str, Any]:
+    """What ``rocky dag`` knows of a node before it runs, under the keys the run document uses."""
+    facts: dict[str, Any] = {}
+    if node.target is not None:
+        name = f"{node.target.catalog}.{node.target.schema_}.{node.target.table}"
+        facts["target_table_full_name"] = facts["dagster/table_name"] = name
+    if node.strategy is not None:
+        facts["strategy"] = node.strategy.type
+    if node.sql_hash:
+        facts["sql_hash"] = node.sql_hash
+    return facts
 
 
 def document_metadata(mat: MaterializationInfo, run_id: str | None, row_count: int | None) -> dict[str, Any]:
