@@ -2,9 +2,9 @@
 
 Runs each replication pipeline's discovery adapter (or only ``--pipeline``'s), drops the pipeline's
 ``excluded_tables`` (listed separately), and reports every source once (the first pipeline that sees a
-source id wins). Warehouse sources have no sync clock: ``last_sync_at`` is ``null``. Warehouse
-adapters are opened read-only. Schemas that carry a pattern's prefix but do not fit it are warned about
-on stderr.
+source id wins). A warehouse source's ``last_sync_at`` is the newest ``timestamp_column`` value of its
+tables (``adapters.discovery``, one batched query). Warehouse adapters are opened read-only. Schemas
+that carry a pattern's prefix but do not fit it are warned about on stderr.
 """
 
 from __future__ import annotations

@@ -18,3 +18,5 @@ class RunOptions:
     variables: dict[str, str] = field(default_factory=dict)
     trigger: str = "Manual"
     submission_id: str | None = None
+    #: ``--wait-for-lock``: seconds to wait for the state writer lock another process holds (0: fail)
+    wait_for_lock: float = 0

@@ -11,6 +11,7 @@ A reporting problem is logged and never changes the run's outcome.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections.abc import Mapping
@@ -106,6 +107,10 @@ def pipes_reporter(environ: Mapping[str, str] | None = None) -> PipesReporter | 
             log.warning("could not open the Dagster Pipes session: %s", exc)
             return None
         _session = (manager, PipesReporter(pipes))
+        # A run that ends in an error never reaches report_to_pipes: close the session at exit anyway,
+        # so Dagster reads what was streamed and the "closed" message instead of a vanished process.
+        atexit.unregister(_close_session)  # once per process, however many runs it makes
+        atexit.register(_close_session)
         return _session[1]
 
 
