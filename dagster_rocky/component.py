@@ -122,7 +122,7 @@ class RockyComponent(StateBackedComponent, dg.Resolvable):
     pipeline: str | None = None
     timeout_seconds: int = 3600
     #: ``rocky run --wait-for-lock``: seconds a step waits for another step's state-store lock
-    wait_for_lock_seconds: int | None = None  # TEMP
+    wait_for_lock_seconds: int | None = 600
     #: build the transformation models (``rocky dag``) as assets too
     models: bool = True
     #: the Dagster concurrency pool of every step; null: none

@@ -80,7 +80,7 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         "not passed (as in the published dagster-rocky).",
     )
     wait_for_lock_seconds: int | None = Field(
-        default=None,  # TEMP
+        default=600,
         description="`rocky run --wait-for-lock`: how long a run waits for another run's state-store "
         "writer lock before failing (Dagster's multiprocess executor starts concurrent steps of one "
         "project). None or 0: fail at once, as the engine does by default.",
