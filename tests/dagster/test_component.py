@@ -197,11 +197,10 @@ def test_translator_class_and_state_namespace_from_yaml(sandbox: Any, playground
         assert specs[FCT_ORDERS].group_name == "models"
         rocky = defs.resources["rocky"]
         assert rocky.state_namespace == "dagster"
-        result = dg.materialize([defs.resolve_assets_def(ORDERS)], selection=[ORDERS])
-        assert result.success
-    # the run wrote the namespaced store, not the default one
-    config = path / "config"
-    assert (config / "models" / ".rocky-state" / "dagster.db").exists()
+        command = rocky.command(rocky.run_args(pipeline="raw"))
+        assert command[command.index("--state-namespace") + 1] == "dagster"
+        assert "--state-path" not in command
+        assert command[command.index("--wait-for-lock") + 1] == "600"
 
 
 def test_translator_class_must_be_a_translator(sandbox: Any, playground: Path) -> None:
