@@ -17,7 +17,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pipeline", help="pipeline to run (required when several are configured)")
     p.add_argument("--filter", help="replication only: id=<source id>, table=<name> or <component>=<value>")
-    p.add_argument("--model", help="transformation only: run just this model")
+    p.add_argument(
+        "--model", action="append", default=[], metavar="SELECTOR",
+        help="transformation only: run just this model (repeatable; +NAME adds its upstream models, NAME+ "
+        "its downstream ones); the selected models run in DAG order in this one process",
+    )
     p.add_argument("--parallel", type=int, help="models in flight at once (default 4)")
     p.add_argument("--resume", metavar="RUN_ID", help="replication: skip tables RUN_ID finished")
     p.add_argument("--resume-latest", action="store_true", help="replication: resume the latest run")
@@ -28,6 +32,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                    help="set {{ var('NAME') }} in model SQL (repeatable)")
+    add_wait_flag(p)
+
+
+def add_wait_flag(parser: Any) -> None:
+    """``--wait-for-lock SECONDS`` (``run`` and ``load``)."""
+    parser.add_argument(
+        "--wait-for-lock", type=float, default=0, metavar="SECONDS",
+        help="wait up to SECONDS for the state store's writer lock when another rocky holds it (logged "
+        "once, naming the holder), then fail as usual (default 0: fail at once)",
+    )
+
+
+def wait_seconds(args: argparse.Namespace) -> float:
+    from rocky_engine.errors import UsageError
+
+    value = float(getattr(args, "wait_for_lock", 0) or 0)
+    if value < 0 or value != value:  # NaN compares unequal to itself
+        raise UsageError("--wait-for-lock must be a number of seconds, 0 or more")
+    return value
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -97,11 +120,11 @@ def execute(args: argparse.Namespace) -> Any:
     if load is not None:
         from rocky_engine.run.load import execute_load
 
-        return execute_load(project, load)
+        return execute_load(project, load, wait_for_lock=wait_seconds(args))
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,
-        model=args.model,
+        models=tuple(args.model),
         parallel=args.parallel,
         resume=args.resume,
         resume_latest=args.resume_latest,
@@ -109,5 +132,6 @@ def execute(args: argparse.Namespace) -> Any:
         variables=_parse_vars(args.var),
         trigger=trigger_from_env(os.environ),
         submission_id=os.environ.get("ROCKY_SUBMISSION_ID") or None,
+        wait_for_lock=wait_seconds(args),
     )
     return execute_run(project, options)

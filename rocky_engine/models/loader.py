@@ -15,7 +15,9 @@ from rocky_engine.errors import ConfigError, ModelError
 from rocky_engine.models.dag import ModelSet, build_model_set
 from rocky_engine.models.model import STRATEGY_TYPES, Model, ModelTarget, Strategy
 
-_SIDECAR_KEYS = frozenset({"name", "depends_on", "strategy", "target", "freshness", "description", "tags"})
+_SIDECAR_KEYS = frozenset(
+    {"name", "depends_on", "strategy", "target", "freshness", "description", "owners", "tags"}
+)
 _STRATEGY_KEYS = frozenset({"type", "timestamp_column", "unique_key", "update_columns", "partition_by"})
 _TARGET_KEYS = frozenset({"catalog", "schema", "table"})
 _FRESHNESS_KEYS = frozenset({"max_lag_seconds"})
@@ -146,6 +148,9 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
         raise ConfigError(
             "max_lag_seconds must be a positive integer", file=sidecar_path, key="freshness.max_lag_seconds"
         )
+    description = sidecar.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError("description must be a string", file=sidecar_path, key="description")
     return Model(
         name=name,
         path=sql_path,
@@ -154,7 +159,35 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
         target=target,
         explicit_deps=tuple(deps),
         max_lag_seconds=lag,
+        description=(description or "").strip() or None,
+        owners=_owners(sidecar.get("owners"), sidecar_path),
+        tags=_tags(sidecar.get("tags"), sidecar_path),
     )
+
+
+def _owners(value: Any, path: Path) -> tuple[str, ...]:
+    """``owners = ["team:data", "ana@example.com"]`` (one string is one owner)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError("owners must be a list of strings", file=path, key="owners",
+                      hint='write owners = ["team:data", "ana@example.com"]')
+
+
+def _tags(value: Any, path: Path) -> dict[str, str]:
+    """``tags = { layer = "mart" }``, or a list of bare tags (``["pii"]``, each with an empty value)."""
+    if value is None:
+        return {}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return dict.fromkeys(value, "")
+    if isinstance(value, dict) and all(isinstance(v, str | int | float | bool) for v in value.values()):
+        return {str(k): v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in value.items()}
+    raise ConfigError("tags must be a table of strings or a list of strings", file=path, key="tags",
+                      hint='write tags = { layer = "mart" } or tags = ["pii"]')
 
 
 def _reject_unknown(table: Mapping[str, Any], allowed: frozenset[str], path: Path, prefix: str) -> None:

@@ -69,14 +69,20 @@ class _Group:
 _NONE: tuple[str, str | None] = ("", None)
 
 
-def find_table_refs(sql: str) -> list[TableRef]:
+def find_table_refs(sql: str, dotted: list[tuple[str, ...]] | None = None) -> list[TableRef]:
     """Bare identifiers (plain or double-quoted) in table position, in order of appearance.
 
     Table position is right after FROM / JOIN, or an item of the comma list that follows FROM, at a
     level that is a query (not a function call's ``FROM``). Dotted names, table functions (``name(``)
     and CTE names are excluded.
+
+    ``dotted``, when given, receives the dotted names in table position (``schema.table``,
+    ``catalog.schema.table``, parts unquoted): the tables a model reads that are not models, found in the
+    same scan so ``rocky dag`` pays nothing extra for them.
     """
     refs: list[TableRef] = []
+    chain: list[str] | None = None  # the parts of a dotted name in table position, while it goes on
+    chain_wants_part = False  # the chain just saw "." and waits for its next part
     cte_names: set[str] = set()
     # The last significant tokens as (keyword form, identifier name or None), newest last.
     hist: list[tuple[str, str | None]] = [_NONE, _NONE, _NONE, _NONE]
@@ -89,9 +95,21 @@ def find_table_refs(sql: str) -> list[TableRef]:
             continue
         text = m.group()
         if pending is not None:
-            if text not in (".", "("):
+            if text == "." and dotted is not None:
+                chain, chain_wants_part = [pending.name], True
+            elif text not in (".", "("):
                 refs.append(pending)
             pending = None
+        elif chain is not None:
+            if chain_wants_part and kind in ("ident", "qident"):
+                chain.append(text if kind == "ident" else text[1:-1].replace('""', '"'))
+                chain_wants_part = False
+            elif not chain_wants_part and text == ".":
+                chain_wants_part = True
+            else:
+                if not chain_wants_part and text != "(" and dotted is not None:
+                    dotted.append(tuple(chain))
+                chain = None
         group = groups[-1]
         name: str | None = None
         if kind == "ident":
@@ -127,6 +145,8 @@ def find_table_refs(sql: str) -> list[TableRef]:
         del hist[0]
     if pending is not None:
         refs.append(pending)
+    if chain is not None and not chain_wants_part and dotted is not None:
+        dotted.append(tuple(chain))
     if cte_names:
         refs = [r for r in refs if r.name.lower() not in cte_names]
     return refs

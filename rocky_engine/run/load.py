@@ -142,8 +142,10 @@ def execute_load(
     name: str,
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wait_for_lock: float = 0,
 ) -> LoadOutput:
-    """Load every file of pipeline ``name``'s ``source_dir``; per-file containment.
+    """Load every file of pipeline ``name``'s ``source_dir``; per-file containment. ``wait_for_lock``:
+    seconds to wait for the state writer lock another process holds.
 
     Raises:
         UsageError: ``name`` is not a load pipeline.
@@ -188,7 +190,8 @@ def execute_load(
     # On a remote [state] backend the store is downloaded into first and uploaded after, like a run, so
     # loaded_files is never lost to the next run's download.
     synced = open_synced_store(
-        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer=on_newer
+        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer=on_newer,
+        wait_for_lock=wait_for_lock,
     )
     with synced as store, InterruptGuard() as guard:
         if not files:

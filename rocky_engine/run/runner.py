@@ -208,7 +208,7 @@ class RunSteps:
         try:
             self.synced = open_synced_store(
                 project.state_path(), project.config.state, namespace=project.state_namespace,
-                on_newer=self.on_newer,
+                on_newer=self.on_newer, wait_for_lock=self.options.wait_for_lock,
             )
         except StateLockedError:
             if not self.key:

@@ -353,14 +353,15 @@ class SyncedStore:
 
 
 def open_synced_store(
-    path: Path, state: StateConfig, *, namespace: str | None, on_newer: OnNewer = "refuse"
+    path: Path, state: StateConfig, *, namespace: str | None, on_newer: OnNewer = "refuse",
+    wait_for_lock: float = 0, wait_purpose: str = "",
 ) -> SyncedStore:
     """Open the run's writer store at ``path`` and download the remote state of ``[state]`` into it (see
     the module rules); ``namespace`` (``--state-namespace``) names the project's remote subtree.
 
     With the local backend this is ``StateStore.open(path, writer=True)`` and ``upload`` does nothing.
     The local writer lock is taken first, so a second local writer fails exactly as before, with
-    ``StateLockedError``, before any remote I/O.
+    ``StateLockedError``, before any remote I/O; ``wait_for_lock`` (seconds) waits for it first.
 
     Raises:
         ConfigError: ``gcs`` or an incomplete ``[state]``.
@@ -371,7 +372,9 @@ def open_synced_store(
     with ExitStack() as stack:
         if sync is not None:
             stack.callback(sync.close)
-        local = stack.enter_context(StateStore.open(path, writer=True, on_newer=on_newer))
+        local = stack.enter_context(
+            StateStore.open(path, writer=True, on_newer=on_newer, wait_seconds=wait_for_lock,
+                            wait_purpose=wait_purpose))
         active = local if sync is None else sync.start(local, on_newer, stack)
         return SyncedStore(active, sync, stack.pop_all())
     raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises

@@ -221,7 +221,7 @@ def test_unknown_top_level_sidecar_key(tmp_path: Path) -> None:
         load(tmp_path)
     assert str(info.value) == (
         f"{sidecar}: unknown key 'materialized'; valid keys: depends_on, description, freshness, name, "
-        "strategy, tags, target"
+        "owners, strategy, tags, target"
     )
 
 

@@ -122,7 +122,7 @@ def test_failed_model_is_not_checked_and_model_flag_limits_checks(wp: WarehouseP
     out = wp.run()
     assert out.status == "PartialFailure" and out.check_gate_failed is False
     assert [r.asset_key[-1] for r in out.check_results] == ["base", "fct"]
-    only = wp.run(model="fct")
+    only = wp.run(models=("fct",))
     assert [r.asset_key[-1] for r in only.check_results] == ["fct"]
 
 
