@@ -10,7 +10,7 @@ materialises the whole table).
 
 How the text is made exact:
 
-- the session runs the COPY inside its read transaction with ``SET LOCAL`` TimeZone UTC (every
+- the session runs the COPY inside its read transaction with (transaction-local) TimeZone UTC (every
   ``timestamptz`` arrives as ``...+00``), DateStyle ISO, and ``extra_float_digits = 3`` (floats print with
   every digit a round trip needs, whatever the server's default);
 - ``ENCODING 'UTF8'`` on the COPY itself, so the bytes are UTF-8 whatever the client encoding;
@@ -40,10 +40,10 @@ CSV_BLOCK_BYTES = 4 << 20
 #: bytes gathered from libpq before handing them to pyarrow's reader
 _GATHER_BYTES = 1 << 20
 
+#: the settings the CSV text depends on, for this transaction only (one round trip: set_config)
 _SESSION = (
-    "SET LOCAL TimeZone = 'UTC'",
-    "SET LOCAL DateStyle = 'ISO, MDY'",
-    "SET LOCAL extra_float_digits = 3",
+    "SELECT set_config('TimeZone', 'UTC', true), set_config('DateStyle', 'ISO, MDY', true), "
+    "set_config('extra_float_digits', '3', true)"
 )
 
 
@@ -61,8 +61,7 @@ def read_csv_batches(
     # Binary columns are parsed as their hex text and decoded per batch (see the module docstring).
     parsed = pa.schema([pa.field(f.name, pa.string()) if i in binary else f for i, f in enumerate(schema)])
     with conn.transaction():
-        for statement in _SESSION:
-            conn.execute(statement)
+        conn.execute(_SESSION)
         # COPY takes no bind parameters: psycopg merges them client-side, as literals.
         statement = f"COPY ({pyformat(sql)}) TO STDOUT (FORMAT csv, ENCODING 'UTF8')"
         with conn.cursor() as cur, cur.copy(statement, list(params) or None):
