@@ -1,7 +1,7 @@
 """Copy one table between two warehouses (PostgreSQL -> DuckDB, DuckDB -> PostgreSQL, two DuckDB files).
 
 Rows stream in Arrow record batches, never row by row through Python inserts, over the adapters' copy
-seam (``WarehouseSession.read_arrow`` / ``write_arrow``):
+seam (``WarehouseSession.read_arrow`` / ``read_arrow_ranges`` / ``scan_arrow``):
 
 1. read the source with one SELECT (incremental: ``WHERE ts > <lower bound>``, the bound being the
    larger of the stored watermark and the target's ``MAX(ts)``) as an Arrow batch reader, or as several
