@@ -210,3 +210,74 @@ def test_parallel_reads_must_be_a_positive_integer_or_auto(pg_db: PgDatabase, tm
         rp.run()
     assert 'parallel_reads must be a positive integer or "auto" (got 0)' in caught.value.message
 
+
+
+# --- the target side: streams scanned in place, or staged for a merge ------------------------------
+
+
+def test_a_merge_across_warehouses_stages_the_arriving_rows(pg_db: PgDatabase, tmp_path: Path) -> None:
+    # A merge reads the arriving rows twice (delete, then insert): they land in a stage, not a stream.
+    pg_db.sql("CREATE SCHEMA src__shop; CREATE TABLE src__shop.orders (id integer, name text, ts timestamp);"
+              "INSERT INTO src__shop.orders SELECT g, 'n' || g, TIMESTAMP '2026-01-01' + g * INTERVAL '1 s' "
+              "FROM generate_series(1, 500) g")
+    rp = ReplicationProject(tmp_path)
+    rp.write_config(_config(pg_db, "pg", "wh", extra='strategy = "merge"\nmerge_keys = ["id"]'))
+    assert rp.run().status == "Success"
+    pg_db.sql("UPDATE src__shop.orders SET name = 'renamed', ts = TIMESTAMP '2026-02-01' WHERE id = 7;"
+              "INSERT INTO src__shop.orders VALUES (501, 'new', TIMESTAMP '2026-02-02')")
+    second = rp.run()
+    assert second.status == "Success", second.errors
+    assert second.materializations[0].rows_copied == 2
+    assert rp.query("SELECT count(*), max(name) FILTER (WHERE id = 7), max(id) FROM stg__shop.orders") == [
+        (501, "renamed", 501)]
+
+
+def test_duckdb_file_to_another_duckdb_file_scans_the_stream(tmp_path: Path) -> None:
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "src.duckdb")) as con:
+        con.execute("CREATE SCHEMA src__shop; CREATE TABLE src__shop.orders AS SELECT range AS id, "
+                    "(range * 1.25)::DECIMAL(10,2) AS amount, TIMESTAMP '2026-01-01' + to_seconds(range) AS ts "
+                    "FROM range(70000)")
+    rp = ReplicationProject(tmp_path)
+    rp.write_config(_config_two_files())
+    first = rp.run()
+    assert first.status == "Success", first.errors
+    assert first.materializations[0].rows_copied == 70000
+    assert rp.query("SELECT count(*), sum(id), sum(amount)::VARCHAR FROM stg__shop.orders") == [
+        (70000, 2449965000, "3062456250.00")]
+    with duckdb.connect(str(tmp_path / "src.duckdb")) as con:
+        con.execute("INSERT INTO src__shop.orders VALUES (70000, 1.5, TIMESTAMP '2027-01-01')")
+    second = rp.run()
+    assert second.status == "Success", second.errors
+    assert second.materializations[0].rows_copied == 1
+    assert rp.count("stg__shop.orders") == 70001
+
+
+def _config_two_files() -> str:
+    return """\
+[adapter.src]
+type = "duckdb"
+path = "src.duckdb"
+
+[adapter.wh]
+type = "duckdb"
+path = "wh.duckdb"
+
+[pipeline.raw]
+type = "replication"
+timestamp_column = "ts"
+
+[pipeline.raw.source]
+adapter = "src"
+
+[pipeline.raw.source.schema_pattern]
+prefix = "src"
+separator = "__"
+components = ["source"]
+
+[pipeline.raw.target]
+adapter = "wh"
+catalog_template = "wh"
+schema_template = "stg__{source}"
+"""
