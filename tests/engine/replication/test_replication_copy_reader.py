@@ -237,8 +237,8 @@ def test_duckdb_file_to_another_duckdb_file_scans_the_stream(tmp_path: Path) -> 
 
     with duckdb.connect(str(tmp_path / "src.duckdb")) as con:
         con.execute("CREATE SCHEMA src__shop; CREATE TABLE src__shop.orders AS SELECT range AS id, "
-                    "(range * 1.25)::DECIMAL(10,2) AS amount, TIMESTAMP '2026-01-01' + to_seconds(range) AS ts "
-                    "FROM range(70000)")
+                    "(range * 1.25)::DECIMAL(10,2) AS amount, "
+                    "TIMESTAMP '2026-01-01' + to_seconds(range) AS ts FROM range(70000)")
     rp = ReplicationProject(tmp_path)
     rp.write_config(_config_two_files())
     first = rp.run()
