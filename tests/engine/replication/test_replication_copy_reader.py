@@ -212,7 +212,7 @@ def test_parallel_reads_must_be_a_positive_integer_or_auto(pg_db: PgDatabase, tm
 
 
 
-# --- the target side: streams scanned in place, or staged for a merge ------------------------------
+# --- the target side: a merge stages the streams (the other strategies scan them in place) ---------
 
 
 def test_a_merge_across_warehouses_stages_the_arriving_rows(pg_db: PgDatabase, tmp_path: Path) -> None:
@@ -231,53 +231,3 @@ def test_a_merge_across_warehouses_stages_the_arriving_rows(pg_db: PgDatabase, t
     assert rp.query("SELECT count(*), max(name) FILTER (WHERE id = 7), max(id) FROM stg__shop.orders") == [
         (501, "renamed", 501)]
 
-
-def test_duckdb_file_to_another_duckdb_file_scans_the_stream(tmp_path: Path) -> None:
-    import duckdb
-
-    with duckdb.connect(str(tmp_path / "src.duckdb")) as con:
-        con.execute("CREATE SCHEMA src__shop; CREATE TABLE src__shop.orders AS SELECT range AS id, "
-                    "(range * 1.25)::DECIMAL(10,2) AS amount, "
-                    "TIMESTAMP '2026-01-01' + to_seconds(range) AS ts FROM range(70000)")
-    rp = ReplicationProject(tmp_path)
-    rp.write_config(_config_two_files())
-    first = rp.run()
-    assert first.status == "Success", first.errors
-    assert first.materializations[0].rows_copied == 70000
-    assert rp.query("SELECT count(*), sum(id), sum(amount)::VARCHAR FROM stg__shop.orders") == [
-        (70000, 2449965000, "3062456250.00")]
-    with duckdb.connect(str(tmp_path / "src.duckdb")) as con:
-        con.execute("INSERT INTO src__shop.orders VALUES (70000, 1.5, TIMESTAMP '2027-01-01')")
-    second = rp.run()
-    assert second.status == "Success", second.errors
-    assert second.materializations[0].rows_copied == 1
-    assert rp.count("stg__shop.orders") == 70001
-
-
-def _config_two_files() -> str:
-    return """\
-[adapter.src]
-type = "duckdb"
-path = "src.duckdb"
-
-[adapter.wh]
-type = "duckdb"
-path = "wh.duckdb"
-
-[pipeline.raw]
-type = "replication"
-timestamp_column = "ts"
-
-[pipeline.raw.source]
-adapter = "src"
-
-[pipeline.raw.source.schema_pattern]
-prefix = "src"
-separator = "__"
-components = ["source"]
-
-[pipeline.raw.target]
-adapter = "wh"
-catalog_template = "wh"
-schema_template = "stg__{source}"
-"""
