@@ -104,6 +104,22 @@ class ReplicationSource(LenientModel):
     catalog: str | None = None
     schema_pattern: SchemaPattern
     discovery: DiscoveryRef | None = None
+    #: concurrent range reads of one table in a cross-warehouse copy: "auto" or N >= 1
+    #: (``replication.ranges``: auto is 1 below 4 cores or 1,000,000 rows)
+    parallel_reads: int | Literal["auto"] = "auto"
+    #: the integer/date/timestamp column range reads split on (default: the timestamp column)
+    split_column: str | None = None
+
+    @field_validator("parallel_reads", mode="before")
+    @classmethod
+    def _parallel_reads(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return value
+        raise PydanticCustomError(
+            "rocky_parallel_reads",
+            'parallel_reads must be a positive integer or "auto" (got {value})',
+            {"value": toml_literal(value) if isinstance(value, bool | int | float | str) else "a table"},
+        )
 
 
 class Governance(LenientModel):
