@@ -126,3 +126,29 @@ def _number(value: Any) -> int | float:
 Scalar = Annotated[int | float | str, PlainValidator(_scalar)]
 #: A TOML integer or float; bools and strings are refused.
 Number = Annotated[int | float, PlainValidator(_number)]
+
+
+def _number_or_numeric(value: Any) -> int | float:
+    # Upstream Rocky reads assertion bounds as strings (``value = "0"``); a string holding a number is
+    # that number, anything else is still refused rather than compared as text.
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            raise PydanticCustomError(
+                "number_type", "expected a number (got the string {value})", {"value": repr(value)}
+            ) from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise PydanticCustomError("number_type", "expected a finite number (got {value})",
+                                      {"value": repr(value)})
+        return number
+    return _number(value)
+
+
+#: A TOML number, or a string that reads as one (``"0"``, ``"1.5"``); bools and other strings are refused.
+NumberOrNumeric = Annotated[int | float, PlainValidator(_number_or_numeric)]

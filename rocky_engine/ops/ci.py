@@ -82,11 +82,16 @@ def run_ci(
     variables: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    models_dir: str | None = None,
 ) -> CiOutput:
     """Everything ``rocky ci`` does.
 
+    Args:
+        models_dir: ``--models DIR``: the transformation pipeline reads its models from there.
+
     Raises:
-        UsageError: ``pipeline`` is not a transformation pipeline of the project.
+        UsageError: ``pipeline`` is not a transformation pipeline of the project; ``models_dir`` is not a
+            directory or no single transformation pipeline takes it.
     """
     import os
 
@@ -101,6 +106,10 @@ def run_ci(
     if not validation.valid:
         return _result(tally)
     config = load_config(config_path, env=env)
+    if models_dir is not None:
+        from rocky_engine.models.models_flag import point_models_at
+
+        pipeline = point_models_at(config, models_dir, pipeline)
     names = _pipelines(config, pipeline)
     for name in names:
         _check_pipeline(config, name, tally, dict(variables or {}), env, now or datetime.now(UTC))
