@@ -90,6 +90,17 @@ def _models_flags(project: Any, args: argparse.Namespace) -> None:
                          hint="drop --all")
 
 
+def _note_upstream_store(project: Any) -> None:
+    """On the first run (no store of ours yet), say that an upstream ``.rocky-state.redb`` is not read."""
+    from rocky_engine.logs import get_logger
+    from rocky_engine.state.location import upstream_store_beside, upstream_store_message
+
+    store = project.state_path()
+    redb = None if store.exists() else upstream_store_beside(store)
+    if redb is not None:
+        get_logger("state").warning(upstream_store_message(redb))
+
+
 def _log_config_warnings(warnings: list[str]) -> None:
     """Say on stderr what loading ignored (an unknown key in a lenient table, a top-level typo).
 
@@ -128,6 +139,7 @@ def execute(args: argparse.Namespace) -> Any:
         from rocky_engine.run.load import execute_load
 
         return execute_load(project, load)
+    _note_upstream_store(project)
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,
