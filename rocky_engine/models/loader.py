@@ -1,7 +1,8 @@
 """Load the model files of a transformation pipeline: ``.sql`` bodies, ``.toml`` sidecars, defaults.
 
-``models/_defaults.toml`` supplies ``[target]`` and ``[strategy]`` defaults; each sidecar may set ``name``, ``depends_on``,
-``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL bodies never do.
+``models/_defaults.toml`` supplies ``[target]`` and ``[strategy]`` defaults; each sidecar may set ``name``,
+``depends_on``, ``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL
+bodies never do.
 """
 
 from __future__ import annotations

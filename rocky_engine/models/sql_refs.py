@@ -186,7 +186,9 @@ def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
     return rendered
 
 
-def _value(name: str, default: str | None, variables: Mapping[str, str], model: str, with_default: str) -> str:
+def _value(
+    name: str, default: str | None, variables: Mapping[str, str], model: str, with_default: str
+) -> str:
     """The ``--var`` value of ``name``, else the marker's default; no value at all is an error
     (``with_default``: the marker's own form with a default, for the hint)."""
     if name in variables:

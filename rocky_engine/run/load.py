@@ -100,7 +100,8 @@ def discover_files(pipeline: LoadPipeline, source_dir: Path) -> list[SourceFile]
 
 
 def load_file(
-    adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool, *, truncate: bool = False
+    adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool, *,
+    truncate: bool = False,
 ) -> int:
     """Append one file to its table in one transaction; return the rows loaded.
 
@@ -239,7 +240,9 @@ def _load_all(
         if stopped():
             break
         try:
-            rows = load_file(adapter, pipeline, file, file.table in existing, truncate=file.table not in emptied)
+            rows = load_file(
+                adapter, pipeline, file, file.table in existing, truncate=file.table not in emptied
+            )
         except RockyError as exc:
             message = exc.message if isinstance(exc, AdapterError) else str(exc)
             log.error("loading %s into %s failed: %s", file.display, file.table, message)

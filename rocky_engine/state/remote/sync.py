@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from rocky_engine.errors import StateError, StateSchemaError

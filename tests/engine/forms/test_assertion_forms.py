@@ -123,7 +123,8 @@ column = "id"
     ("extra", "message"),
     [
         ('type = "composite"\nkind = "not_null_any"\ncolumns = ["id"]', "kind"),
-        ('type = "unique"\nkind = "unique"\ncolumn = "id"', "'kind' applies to assertion type 'composite' only"),
+        ('type = "unique"\nkind = "unique"\ncolumn = "id"',
+         "'kind' applies to assertion type 'composite' only"),
     ],
 )
 def test_composite_kind_other_than_unique_is_refused(tmp_path: Path, extra: str, message: str) -> None:

@@ -85,7 +85,9 @@ def test_create_table_false_refuses_a_missing_table(tmp_path: Path) -> None:
     result = rocky(project, "load", "--pipeline", "files")
     assert result.returncode == 1
     [entry] = doc(result)["files"]
-    assert entry["error"].startswith("target table wh.raw.orders does not exist and options.create_table = false")
+    assert entry["error"].startswith(
+        "target table wh.raw.orders does not exist and options.create_table = false"
+    )
 
 
 @pytest.mark.parametrize(
