@@ -54,6 +54,7 @@ from rocky_engine.config.pipelines import (
 from rocky_engine.config.sections import (
     FreshnessDefaults,
     IdempotencyConfig,
+    StateRetry,
     ScheduleDefaults,
     StateConfig,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "Governance",
     "HookConfig",
     "IdempotencyConfig",
+    "StateRetry",
     "LoadPipeline",
     "LoadTarget",
     "MetadataColumn",
