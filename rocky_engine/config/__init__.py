@@ -54,9 +54,9 @@ from rocky_engine.config.pipelines import (
 from rocky_engine.config.sections import (
     FreshnessDefaults,
     IdempotencyConfig,
-    StateRetry,
     ScheduleDefaults,
     StateConfig,
+    StateRetry,
 )
 
 __all__ = [
@@ -82,7 +82,6 @@ __all__ = [
     "Governance",
     "HookConfig",
     "IdempotencyConfig",
-    "StateRetry",
     "LoadPipeline",
     "LoadTarget",
     "MetadataColumn",
@@ -103,6 +102,7 @@ __all__ = [
     "SchemaPattern",
     "SnapshotPipeline",
     "StateConfig",
+    "StateRetry",
     "TableRef",
     "TransformationPipeline",
     "TransformationTarget",

@@ -31,7 +31,7 @@ class MetaDocument(WireModel):
     capabilities: list[str]
     #: the /api/v1 routes this server answers now (the webhook route only when it is live)
     routes: list[str]
-    #: sha256 of the JSON schemas of every wire document: moves when an output shape changes
+    #: sha256 of the wire format's declarations: moves when an output shape can have changed
     schemas_hash: str
     state_schema_version: int
     #: sha256 of rocky.toml as bound (after ${VAR} substitution); omitted when it does not load

@@ -36,6 +36,17 @@ def test_meta_without_scheduler_lists_no_webhook_ingress(config: Path) -> None:
     assert "/metrics" not in doc["routes"]  # /api/v1 routes only
     assert len(doc["schemas_hash"]) == 64 and len(doc["config_hash"]) == 64
     assert "token_scope" not in doc
+    _validates_against_the_published_model(doc)
+
+
+def _validates_against_the_published_model(doc: dict[str, object]) -> None:
+    """The published client's model of this document (rocky-sdk, a [dev] client once installed)."""
+    try:
+        from rocky_sdk.types_generated.meta_schema import MetaOutput
+    except ImportError:
+        return
+    parsed = MetaOutput.model_validate(doc)
+    assert parsed.engine_version == __version__
 
 
 def test_meta_under_scheduler_lists_webhook_ingress(config: Path) -> None:
@@ -49,3 +60,4 @@ def test_meta_under_scheduler_lists_webhook_ingress(config: Path) -> None:
     assert {"scheduler", "webhook_ingress", "webhook_signatures"} <= set(doc["capabilities"])
     assert doc["token_scope"] == "full"
     assert TOKEN not in str(doc) and SECRET not in str(doc)
+    _validates_against_the_published_model(doc)
