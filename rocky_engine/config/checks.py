@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rocky_engine.config.base import Number, NumberOrNumeric, Scalar, Severity, StrictModel
+from rocky_engine.config.base import Bound, Number, NumberOrNumeric, Scalar, Severity, StrictModel
 
 AssertionType = Literal[
     "not_null",
@@ -104,8 +104,9 @@ class Assertion(StrictModel):
     to_table: str | None = None
     to_column: str | None = None
     expression: str | None = None
-    min: Scalar | None = None
-    max: Scalar | None = None
+    #: ``in_range`` / ``row_count_range`` bounds; ``"10"`` is the number 10, ``"2024-01-01"`` stays text
+    min: Bound | None = None
+    max: Bound | None = None
     pattern: str | None = None
     op: AggregateOp | None = None
     cmp: Comparison | None = None

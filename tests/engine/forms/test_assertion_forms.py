@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rocky_engine.config.checks import Assertion
 from rocky_engine.state.store import StateStore
 from tests.engine.forms.kit import doc, rocky
 from tests.fixtures.projects import DuckDBProject
@@ -133,3 +134,31 @@ def test_composite_kind_other_than_unique_is_refused(tmp_path: Path, extra: str,
     assert result.returncode == 1
     [line] = result.error_lines
     assert "pipeline.dq.checks.assertions[0]" in line and message in line, line
+
+
+def test_range_bounds_as_string_numbers(tmp_path: Path) -> None:
+    project = _quality(tmp_path, """
+[[pipeline.dq.checks.assertions]]
+table = "orders"
+type = "in_range"
+column = "amount"
+min = "0"
+max = "6"
+
+[[pipeline.dq.checks.assertions]]
+table = "orders"
+type = "row_count_range"
+min = "1"
+max = "10"
+""")
+    result = rocky(project, "run", "--pipeline", "dq")
+    checks = _checks(result)
+    assert checks["in_range:amount"]["failing_rows"] == 1  # the 7
+    assert checks["row_count_range"]["passed"] is True and checks["row_count_range"]["max"] == 10
+
+
+def test_a_text_bound_stays_text() -> None:
+    dated = Assertion.model_validate(
+        {"table": "t", "type": "in_range", "column": "d", "min": "2024-01-01", "max": " 5 "}
+    )
+    assert (dated.min, dated.max) == ("2024-01-01", 5)
