@@ -102,3 +102,13 @@ def test_ci_models_dir(project: DuckDBProject) -> None:
     assert "broken" in models, report
     clean = rocky(project, "ci")
     assert clean.returncode == 0, clean.stdout
+
+
+def test_ci_models_dir_when_the_configured_directory_is_missing(project: DuckDBProject) -> None:
+    import shutil
+
+    shutil.rmtree(project.root / "models")
+    assert rocky(project, "ci").returncode == 1  # V003: the configured models directory is missing
+    result = rocky(project, "ci", "--models", "alt")
+    assert result.returncode == 0, result.stdout  # validated and built what --models points at
+    assert doc(result)["models_built"] == 2
