@@ -22,6 +22,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="transformation only: run just this model (repeatable; +NAME adds its upstream models, NAME+ "
         "its downstream ones); the selected models run in DAG order in this one process",
     )
+    # `--models` (a directory) and `--model` (a model name) are distinct flags: argparse matches an exact
+    # option string before any prefix, so neither swallows the other.
+    p.add_argument("--models", metavar="DIR",
+                   help="transformation: read the models from DIR (relative to the working directory) "
+                   "instead of the pipeline's `models` glob")
+    p.add_argument("--all", action="store_true",
+                   help="transformation: run every model (the default; upstream clients send it with "
+                   "--models); refused with --model")
     p.add_argument("--parallel", type=int, help="models in flight at once (default 4)")
     p.add_argument("--resume", metavar="RUN_ID", help="replication: skip tables RUN_ID finished")
     p.add_argument("--resume-latest", action="store_true", help="replication: resume the latest run")
@@ -84,6 +92,38 @@ def _load_pipeline(project: Any, args: argparse.Namespace) -> str | None:
     return name
 
 
+def _models_flags(project: Any, args: argparse.Namespace) -> None:
+    """Apply ``--models DIR`` / ``--all`` (upstream Rocky's run flags) before the pipeline is chosen."""
+    from rocky_engine.errors import UsageError
+    from rocky_engine.run.runner import choose_pipeline
+
+    if args.models is not None:
+        from rocky_engine.models.models_flag import point_models_at
+
+        args.pipeline = point_models_at(project.config, args.models, args.pipeline)
+    if not args.all:
+        return
+    if args.model:
+        raise UsageError("--all and --model are exclusive",
+                         hint="--all runs every model; --model runs one")
+    name = choose_pipeline(project, args.pipeline)
+    kind = project.config.pipeline(name).type
+    if kind != "transformation":
+        raise UsageError(f"--all applies to transformation pipelines; pipeline '{name}' is a {kind} pipeline",
+                         hint="drop --all")
+
+
+def _note_upstream_store(project: Any) -> None:
+    """On the first run (no store of ours yet), say that an upstream ``.rocky-state.redb`` is not read."""
+    from rocky_engine.logs import get_logger
+    from rocky_engine.state.location import upstream_store_beside, upstream_store_message
+
+    store = project.state_path()
+    redb = None if store.exists() else upstream_store_beside(store)
+    if redb is not None:
+        get_logger("state").warning(upstream_store_message(redb))
+
+
 def _log_config_warnings(warnings: list[str]) -> None:
     """Say on stderr what loading ignored (an unknown key in a lenient table, a top-level typo).
 
@@ -116,11 +156,13 @@ def execute(args: argparse.Namespace) -> Any:
         raise UsageError("--parallel must be at least 1")
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     _log_config_warnings(project.config.warnings)
+    _models_flags(project, args)
     load = _load_pipeline(project, args)
     if load is not None:
         from rocky_engine.run.load import execute_load
 
         return execute_load(project, load, wait_for_lock=wait_seconds(args))
+    _note_upstream_store(project)
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,

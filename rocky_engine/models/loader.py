@@ -1,7 +1,8 @@
 """Load the model files of a transformation pipeline: ``.sql`` bodies, ``.toml`` sidecars, defaults.
 
-``models/_defaults.toml`` supplies ``[target]`` defaults; each sidecar may set ``name``, ``depends_on``,
-``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL bodies never do.
+``models/_defaults.toml`` supplies ``[target]`` and ``[strategy]`` defaults; each sidecar may set ``name``,
+``depends_on``, ``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL
+bodies never do.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ _STRATEGY_KEYS = frozenset({"type", "timestamp_column", "unique_key", "update_co
 _TARGET_KEYS = frozenset({"catalog", "schema", "table"})
 _FRESHNESS_KEYS = frozenset({"max_lag_seconds"})
 _DEFAULT_TARGET_KEYS = frozenset({"catalog", "schema"})  # a shared table name would be a collision
-_DEFAULTS_KEYS = frozenset({"target"})  # _defaults.toml supplies [target] defaults only (CONTRACT section 2)
+#: _defaults.toml supplies [target] (CONTRACT section 2) and, as upstream Rocky does, [strategy] defaults
+_DEFAULTS_KEYS = frozenset({"target", "strategy"})
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -87,9 +89,10 @@ def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
 def _defaults_for(
     directory: Path, base: Path, environ: Mapping[str, str], cache: dict[Path, dict[str, Any]]
 ) -> dict[str, Any]:
-    """``[target]`` defaults for models in ``directory``: every ``_defaults.toml`` from ``base`` down to
-    ``directory``, the nearest one winning key by key (so ``models/marts/_defaults.toml`` can set the
-    schema of every mart while ``models/_defaults.toml`` sets the catalog)."""
+    """``{"target": {...}, "strategy": {...}}`` defaults for models in ``directory``: every
+    ``_defaults.toml`` from ``base`` down to ``directory``, the nearest one winning key by key (so
+    ``models/marts/_defaults.toml`` can set the schema of every mart while ``models/_defaults.toml`` sets
+    the catalog)."""
     if directory in cache:
         return cache[directory]
     inherited = (
@@ -97,7 +100,8 @@ def _defaults_for(
         if directory != base and base in directory.parents
         else {}
     )
-    merged = dict(inherited)
+    merged: dict[str, Any] = {"target": dict(inherited.get("target", {})),
+                              "strategy": dict(inherited.get("strategy", {}))}
     path = directory / "_defaults.toml"
     if path.is_file():
         data = _read_toml(path, environ)
@@ -106,9 +110,22 @@ def _defaults_for(
         if not isinstance(target, dict):
             raise ConfigError("[target] must be a table", file=path, key="target")
         _reject_unknown(target, _DEFAULT_TARGET_KEYS, path, "target.")
-        merged.update(target)
+        merged["target"].update(target)
+        strategy = data.get("strategy", {})
+        if not isinstance(strategy, dict):
+            raise ConfigError("[strategy] must be a table", file=path, key="strategy")
+        _reject_unknown(strategy, _STRATEGY_KEYS, path, "strategy.")
+        merged["strategy"] = _merge_strategy(merged["strategy"], strategy)
     cache[directory] = merged
     return merged
+
+
+def _merge_strategy(default: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """A nearer ``[strategy]`` over a default one: key by key while both name the same type; a nearer table
+    naming another type replaces the default whole (an inherited ``unique_key`` means nothing to it)."""
+    if "type" in own and own.get("type") != default.get("type", "full_refresh"):
+        return dict(own)
+    return {**default, **own}
 
 
 def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str, str]) -> Model:
@@ -122,12 +139,20 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
     sidecar = _read_toml(sidecar_path, environ) if sidecar_path.is_file() else {}
     _reject_unknown(sidecar, _SIDECAR_KEYS, sidecar_path, "")
     name = str(sidecar.get("name") or sql_path.stem)
-    strategy = _strategy(sidecar.get("strategy", {}), sidecar_path)
+    own_strategy = sidecar.get("strategy", {})
+    if not isinstance(own_strategy, dict):
+        raise ConfigError("[strategy] must be a table", file=sidecar_path, key="strategy")
+    default_strategy = defaults.get("strategy", {})
+    strategy = _strategy(
+        _merge_strategy(default_strategy, own_strategy),
+        # a strategy problem is reported against the file that wrote it
+        sidecar_path if own_strategy or not default_strategy else _defaults_path(sql_path.parent),
+    )
     target_tbl = sidecar.get("target", {})
     if not isinstance(target_tbl, dict):
         raise ConfigError("[target] must be a table", file=sidecar_path, key="target")
     _reject_unknown(target_tbl, _TARGET_KEYS, sidecar_path, "target.")
-    merged = {**defaults, **target_tbl}
+    merged = {**defaults.get("target", {}), **target_tbl}
     target = ModelTarget(
         catalog=_opt_str(merged.get("catalog")),
         schema=_opt_str(merged.get("schema")),
@@ -188,6 +213,14 @@ def _tags(value: Any, path: Path) -> dict[str, str]:
                 for k, v in value.items()}
     raise ConfigError("tags must be a table of strings or a list of strings", file=path, key="tags",
                       hint='write tags = { layer = "mart" } or tags = ["pii"]')
+
+
+def _defaults_path(directory: Path) -> Path:
+    """The nearest ``_defaults.toml`` at or above ``directory`` (for naming it in an error)."""
+    for candidate in (directory, *directory.parents):
+        if (candidate / "_defaults.toml").is_file():
+            return candidate / "_defaults.toml"
+    return directory / "_defaults.toml"
 
 
 def _reject_unknown(table: Mapping[str, Any], allowed: frozenset[str], path: Path, prefix: str) -> None:

@@ -103,17 +103,35 @@ def discover_files(pipeline: LoadPipeline, source_dir: Path) -> list[SourceFile]
     return files
 
 
-def load_file(adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool) -> int:
-    """Append one file to its table in one transaction; return the rows loaded."""
+def load_file(
+    adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool, *,
+    truncate: bool = False,
+) -> int:
+    """Append one file to its table in one transaction; return the rows loaded.
+
+    ``truncate``: empty the table first, in the same transaction, so a file that fails leaves the
+    table as it was (``options.truncate_first``).
+    """
     target = pipeline.target
+    options = pipeline.options
     dialect = adapter.dialect
     table = TableName(target.catalog, target.schema_, file.table,
                       adapter.qualified(target.schema_, file.table, target.catalog))
-    select = f"SELECT * FROM {dialect.scan_files(file.format, [str(file.path)])}"
+    scan = dialect.scan_files(
+        file.format, [str(file.path)], csv_delimiter=options.csv_delimiter, csv_header=options.csv_has_header
+    )
+    select = f"SELECT * FROM {scan}"
+    if not exists and not options.create_table:
+        raise UsageError(
+            f"target table {table.full_name} does not exist and options.create_table = false",
+            hint="create the table first, or set create_table = true",
+        )
     with adapter.transaction():
         if not exists:
             dialect.create_table_as(adapter, table.qualified, select)
             return int(scalar(adapter.query(f"SELECT COUNT(*) FROM {table.qualified}")) or 0)
+        if truncate:
+            dialect.truncate_table(adapter, table.qualified)
         have = {c.name.lower() for c in adapter.describe(target.schema_, file.table, target.catalog)}
         for column in dialect.describe_select(adapter, select):
             if column.name.lower() not in have:
@@ -174,6 +192,11 @@ def execute_load(
             hint="load into a DuckDB adapter (and replicate onward), or use a child connector",
         )
     catalog = getattr(adapter_cfg, "catalog", None)
+    if pipeline.target.catalog == "" and catalog is not None:
+        # upstream's `catalog = ""`: the adapter's default catalog (a DuckDB file's stem)
+        pipeline = pipeline.model_copy(
+            update={"target": pipeline.target.model_copy(update={"catalog": catalog})}
+        )
     if catalog is not None and pipeline.target.catalog != catalog:
         raise ConfigError(
             f"load pipeline '{name}' targets catalog '{pipeline.target.catalog}', but adapter "
@@ -221,17 +244,22 @@ def _load_all(
     if rebuild:
         _drop_targets(adapter, pipeline, sorted(existing & {f.table for f in files}))
         existing -= {f.table for f in files}
+    # truncate_first: each table is emptied once, by the first file of this load that lands in it
+    emptied: set[str] = set() if pipeline.options.truncate_first else {f.table for f in files}
     for file in files:
         if stopped():
             break
         try:
-            rows = load_file(adapter, pipeline, file, file.table in existing)
+            rows = load_file(
+                adapter, pipeline, file, file.table in existing, truncate=file.table not in emptied
+            )
         except RockyError as exc:
             message = exc.message if isinstance(exc, AdapterError) else str(exc)
             log.error("loading %s into %s failed: %s", file.display, file.table, message)
             out.add(LoadedFile(path=file.display, table=file.table, error=message))
             continue
         existing.add(file.table)
+        emptied.add(file.table)
         log.info("loaded %s into %s: %d rows", file.display, file.table, rows)
         out.add(LoadedFile(path=file.display, table=file.table, rows=rows, bytes=file.size))
 
