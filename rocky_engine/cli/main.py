@@ -141,6 +141,9 @@ def _dispatch(argv: Sequence[str] | None) -> tuple[int, str]:
     args.output_format = fmt
     logs.configure(json_lines=fmt == "json", level=_log_level())
     command: str = args.command
+    from rocky_engine.state.lock_holder import name_command
+
+    name_command(command, getattr(args, "connector", None) or getattr(args, "pipeline", None))
     return _execute(modules[command], args, fmt), command
 
 

@@ -37,6 +37,7 @@ from urllib.parse import quote
 from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
 from rocky_engine.logs import get_logger
 from rocky_engine.state import schema
+from rocky_engine.state.lock_holder import describe_holder, write_holder
 from rocky_engine.state.store_errors import (
     BUSY_CODES,
     CORRUPT_CODES,
@@ -375,13 +376,14 @@ def try_writer_lock(path: Path) -> int | None:
     except OSError as exc:
         os.close(fd)
         raise StateError(f"cannot lock the state store lock file {lock_file}: {exc}") from exc
+    write_holder(fd)
     return fd
 
 
 def _acquire_lock(path: Path) -> int:
     fd = try_writer_lock(path)
     if fd is None:
-        raise StateLockedError(path)
+        raise StateLockedError(path, holder=describe_holder(lock_path_of(path)))
     return fd
 
 
