@@ -120,7 +120,9 @@ class StateError(RockyError):
 class StateLockedError(StateError):
     """Another process holds the writer lock of the state store."""
 
-    def __init__(self, path: Path | str, *, holder: str = "an unknown process", hint: str | None = None) -> None:
+    def __init__(
+        self, path: Path | str, *, holder: str = "an unknown process", hint: str | None = None
+    ) -> None:
         self.path = str(path)
         #: the other writer, from the lock file: ``pid N (rocky run), since <UTC time>``
         self.holder = holder

@@ -161,7 +161,9 @@ def _execute(module: ModuleType, args: argparse.Namespace, fmt: OutputFormat) ->
             after_emit()
         return code
     except RockyError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        from rocky_engine.redact import redact
+
+        sys.stderr.write(redact(f"error: {exc}\n"))
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
+from rocky_engine.connectors.launch import LaunchSpec, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
 from rocky_engine.connectors.plan import ConnectorPlan, plan_connector
 from rocky_engine.connectors.result import ConnectorResult, read_result
@@ -48,6 +48,7 @@ from rocky_engine.connectors.scratch import create_scratch, remove_scratch
 from rocky_engine.connectors.state_lock import apply_noted_frees, note_free, open_state_waiting
 from rocky_engine.errors import AdapterError, RockyError, StateLockedError
 from rocky_engine.logs import get_logger
+from rocky_engine.redact import Redactor, known
 from rocky_engine.run.load_output import LoadOutput
 from rocky_engine.state.connectors import ConnectorStateRepo, claim_key
 from rocky_engine.wire.connector import ConnectorRequest, ConnectorState
@@ -230,8 +231,8 @@ class _Run:
                 synced.idempotency.finalize(self.key, self.run_id, False, self.clock())
         except StateLockedError as exc:
             noted = note_free(self.project, self.key, self.run_id)
-            log.warning("connector %s: could not free claim %s: %s; %s", self.plan.name, self.key, exc.message,
-                        "the next connector run frees it" if noted else "it expires by itself")
+            log.warning("connector %s: could not free claim %s: %s; %s", self.plan.name, self.key,
+                        exc.message, "the next connector run frees it" if noted else "it expires by itself")
         except RockyError as exc:
             log.error("connector %s: could not free claim %s (%s); it expires by itself", self.plan.name,
                       self.key, exc)
@@ -241,7 +242,7 @@ class _Run:
     def _attempts(self, state: ConnectorState | None) -> tuple[ConnectorResult | None, Path | None]:
         plan = self.plan
         total = plan.config.retries + 1
-        redact = Redactor(plan.secrets)
+        redact = known().merged(Redactor(plan.secrets))
         last = "no attempt ran"
         for attempt in range(1, total + 1):
             if self.stop.is_set():
