@@ -379,6 +379,8 @@ class _Run:
                 self._report(result, error=message, loaded=False)
                 return None
             self._drop(promoter)
+            log.info("connector %s: promoted %d rows into %s; committing the state", plan.name, rows,
+                     plan.config.target.full_name)
             return rows
         finally:
             self.interruptible = None
