@@ -59,7 +59,7 @@ def test_hook_secrets_stay_out_of_lists_runs_tests_logs_and_state(
     assert tested.returncode == 1
     errors = [r.get("error") or "" for r in json.loads(tested.stdout)["results"]]
     assert any("${PAGER_TOKEN}" in e for e in errors), errors
-    outputs = [p.stdout for p in (listed, table, run, tested)] + [p.stderr for p in (listed, table, run, tested)]
+    outputs = [text for p in (listed, table, run, tested) for text in (p.stdout, p.stderr)]
     state = _state_text(tmp_path)
     assert state
     for secret in (TOKEN, ENV_SECRET, url_secret):
