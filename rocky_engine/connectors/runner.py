@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rocky_engine.connectors.fingerprint import ChangedAfterCheck, verify
 from rocky_engine.connectors.launch import LaunchSpec, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
 from rocky_engine.connectors.plan import ConnectorPlan, plan_connector
@@ -358,6 +359,8 @@ class _Run:
                 self._check_stop()
                 drift = promoter.prepare_target()
                 self._hold_state()  # held through the state commit
+                for f in result.files:  # the last look at the files before the promote reads them
+                    verify(f.path, f.absolute, f.fingerprint, "before the promote")
                 self._check_claim_alive()
                 self._check_stop()  # the last look before the promote
             except RockyError as exc:
@@ -436,7 +439,9 @@ class _Run:
         if self.stop.is_set() and not isinstance(exc, _Stopped):
             return "interrupted while staging the batch; stopped before the promote"
         message = exc.message if isinstance(exc, AdapterError) else str(exc)
-        return message if isinstance(exc, _Stopped) else f"staging the batch failed: {message}"
+        if isinstance(exc, (_Stopped, ChangedAfterCheck)):
+            return message
+        return f"staging the batch failed: {message}"
 
     def _failed_before_promote(self, result: ConnectorResult, promoter: Promoter | None,
                                message: str) -> None:
