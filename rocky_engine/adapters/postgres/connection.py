@@ -66,11 +66,10 @@ class Endpoint:
 
     def mask(self, text: str) -> str:
         """``text`` without the connection string, the password, or any other secret of the project."""
-        if len(self.conninfo) >= MIN_BYTES:
+        text = known()(text)  # names a secret as the config does (``${PG_DSN}``)
+        if len(self.conninfo) >= MIN_BYTES:  # a conninfo the redactor does not know (PG* variables)
             text = text.replace(self.conninfo, f"${{adapter.{self.adapter}.dsn}}")
-        if self.password:
-            text = text.replace(self.password, "***")
-        return known()(text)
+        return text.replace(self.password, "***") if self.password else text
 
     def connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         try:
