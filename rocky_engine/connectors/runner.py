@@ -179,7 +179,7 @@ class _Run:
             self._fail(f"{exc.message}; nothing was claimed or run, retry when it is done")
             return False
         with synced as store:
-            apply_noted_frees(self.project, synced, self.clock())
+            apply_noted_frees(self.project, synced, self.clock)
             saved = ConnectorStateRepo(store).get(plan.name)
             self.seq = saved.commit_seq if saved is not None else 0
             self.info.commit_seq_before = self.info.commit_seq_after = self.seq

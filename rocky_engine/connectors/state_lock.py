@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,8 +83,9 @@ def note_free(project: Project, key: str, run_id: str) -> bool:
     return True
 
 
-def apply_noted_frees(project: Project, synced: SyncedStore, now: datetime) -> int:
-    """Free every noted claim (the caller holds the writer lock); returns how many were freed."""
+def apply_noted_frees(project: Project, synced: SyncedStore, clock: Callable[[], datetime]) -> int:
+    """Free every noted claim (the caller holds the writer lock); returns how many were freed. ``clock``
+    is read only when there is a note (a run's clock calls are its own business)."""
     path = frees_path(project)
     taken = path.with_name(f"{path.name}.{os.getpid()}")
     try:
@@ -94,6 +96,7 @@ def apply_noted_frees(project: Project, synced: SyncedStore, now: datetime) -> i
         log.warning("could not read the noted claim frees %s: %s", path, exc)
         return 0
     freed = 0
+    now = clock()
     try:
         for raw in taken.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
