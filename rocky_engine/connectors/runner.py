@@ -439,7 +439,7 @@ class _Run:
         if self.stop.is_set() and not isinstance(exc, _Stopped):
             return "interrupted while staging the batch; stopped before the promote"
         message = exc.message if isinstance(exc, AdapterError) else str(exc)
-        if isinstance(exc, (_Stopped, ChangedAfterCheck)):
+        if isinstance(exc, (_Stopped, ChangedAfterCheck, StateLockedError)):
             return message
         return f"staging the batch failed: {message}"
 

@@ -92,7 +92,7 @@ def test_a_load_overlapping_rocky_run_fails_before_the_promote_and_the_next_load
     doc = json.loads(out)["connector"]
     assert doc["status"] == "failed", doc
     _assert_names_the_run(doc["error"], run)
-    assert "unchanged" in doc["error"]
+    assert doc["error"].startswith("state store at ") and "unchanged" in doc["error"]
     assert "events" not in cp.relations() or cp.count() == 0
     assert cp.state_path.exists() and cp.state() is None
 
