@@ -2,12 +2,15 @@
 
 A value is a secret when it is:
 
-- a ``SecretStr`` anywhere in the config (adapter ``password``, ``dsn``, ``api_key``, ``api_secret``,
-  webhook ``secret``), named by its key path; a DSN's password is one too (a message may quote only it);
+- a ``SecretStr`` of an adapter or a webhook (adapter ``password``, ``dsn``, ``api_key``, ``api_secret``,
+  webhook ``secret``), or an adapter string key named like a secret (a plugin's ``token``), named by its
+  key path; a DSN's password is one too (a message may quote only it), as is the password in a
+  ``[state]`` URL;
 - a name listed in a connector's ``secrets``, with its value from the environment;
 - a hook's ``env`` value, a webhook's ``url`` (Slack and Teams URLs embed their token) and header values;
 - the value of a ``${VAR}`` whose name, or the key it is assigned to, looks like a secret (``TOKEN``,
-  ``PASSWORD``, ``SECRET``, ``KEY``, ``DSN``, ``AUTH``, ``CREDENTIAL``, ``PRIVATE``): a bearer token
+  ``PASSW``, ``SECRET``, ``DSN``, ``AUTH``, ``CREDENTIAL``, ``PRIVATE``, ``BEARER``, ``PWD``, ``API_KEY``,
+  ``ACCESS_KEY``, or a variable ending in ``_KEY``): a bearer token
   substituted into a hook command is named ``${PAGER_TOKEN}`` in ``rocky hooks list``, never shown.
 
 The same set makes ``config_hash``: the hash of the config text with each secret replaced by its name,
@@ -25,7 +28,13 @@ from pydantic import BaseModel, SecretStr
 
 from rocky_engine.redact import Redactor
 
-_SECRET_WORD = re.compile(r"(?i)(token|passw|secret|key|dsn|auth|credential|private|bearer|pwd)")
+#: A key or variable name that holds a secret. Not a bare "key": ``unique_key = "${ID_COLUMN}"`` names a
+#: column, and redacting column names would garble every document.
+_SECRET_WORD = re.compile(
+    r"(?i)(token|passw|secret|dsn|auth|credential|private|bearer|pwd|api_?key|access_?key)"
+)
+#: A variable ending in ``_KEY`` (``STRIPE_KEY``) is a secret too.
+_SECRET_VAR = re.compile(r"(?:^|_)KEY$")
 _REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 _ASSIGNED_KEY = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.\"'-]+)\s*=")
 _LIBPQ_PASSWORD = re.compile(r"(?:^|\s)password\s*=\s*(?:'((?:[^'\\]|\\.)*)'|(\S+))")
@@ -37,6 +46,11 @@ def config_secrets(config: Any, raw_text: str, env: Mapping[str, str]) -> Redact
     _secret_refs(found, raw_text, env)
     for name, adapter in config.adapters.items():
         _secret_fields(found, adapter, f"adapter.{name}")
+    for key in ("valkey_url", "s3_endpoint_url"):  # a URL may carry a password (redis://:pw@host)
+        url = getattr(config.state, key, None)
+        password = dsn_password(url) if isinstance(url, str) and "://" in url else None
+        if password:
+            found.add(f"state.{key}.password", password)
     for connector in config.connectors.values():
         for var in connector.secrets:
             if var in env:
@@ -63,16 +77,21 @@ def _secret_refs(found: Redactor, raw_text: str, env: Mapping[str, str]) -> None
         for match in _REFERENCE.finditer(line):
             name = match.group("name")
             value = env.get(name)
-            if value and (key_is_secret or _SECRET_WORD.search(name)):
+            if value and (key_is_secret or _SECRET_WORD.search(name) or _SECRET_VAR.search(name)):
                 found.add(name, value)
 
 
 def _secret_fields(found: Redactor, model: BaseModel, prefix: str) -> None:
-    for field_name in type(model).model_fields:
-        value = getattr(model, field_name, None)
-        if not isinstance(value, SecretStr):
+    """SecretStr fields, and string fields (declared or extra, as a plugin adapter's) named like one."""
+    values = {name: getattr(model, name, None) for name in type(model).model_fields}
+    values.update(model.model_extra or {})
+    for field_name, value in values.items():
+        if isinstance(value, SecretStr):
+            secret = value.get_secret_value()
+        elif isinstance(value, str) and _SECRET_WORD.search(field_name):
+            secret = value
+        else:
             continue
-        secret = value.get_secret_value()
         found.add(f"{prefix}.{field_name}", secret)
         if field_name == "dsn":
             password = dsn_password(secret)
