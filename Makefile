@@ -40,6 +40,7 @@ test-deps:
 lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 ## make bench: every performance budget (DAG vs raw DuckDB and dbt, replication, replication vs dlt/Sling, dagster, tick, serve, connectors, startup) -> bench/results.md
 bench: venv
