@@ -212,10 +212,11 @@ class _Run:
         self.previous_holder = decision.previous_run_id
         if decision.adopted:
             self.info.adopted_expired_claim = True
+            why = "whose holder is gone from this host" if decision.holder_dead else "that expired"
             log.warning(
-                "connector %s: adopted the expired in-flight claim %s of run %s; that run may have loaded "
+                "connector %s: adopted the in-flight claim %s of run %s, %s; that run may have loaded "
                 "this batch already, so it may load twice (at-least-once delivery)",
-                plan.name, self.key, decision.previous_run_id,
+                plan.name, self.key, decision.previous_run_id, why,
             )
         if saved is not None:
             self.request_state = ConnectorState(schema_version=saved.schema_version, value=saved.value)
