@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+# the reference connector's duckdb CLI + postgres extension (tests/engine/connectors/toolchain.py)
+TOOLS_STAMP := $(VENV)/.installed-test-tools
 PYTEST_ARGS ?=
 
 .PHONY: venv demo test lint bench test-deps demo-dagster clean
@@ -33,7 +35,12 @@ demo-dagster: venv
 test: venv test-deps
 	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
 
-test-deps:
+$(TOOLS_STAMP): $(STAMP) tests/engine/connectors/toolchain.py
+	$(BIN)/python -m tests.engine.connectors.toolchain $(TOOLS_STAMP)
+
+## make test-deps: install once what the tests start (PostgreSQL, Redis, Spark, the connector toolchain);
+## under ROCKY_REQUIRE_SERVICES=1 (CI) anything that cannot be installed fails here with the reason
+test-deps: venv $(TOOLS_STAMP)
 	bash scripts/install-test-deps.sh
 	bash scripts/install-spark.sh $(BIN)/python
 
