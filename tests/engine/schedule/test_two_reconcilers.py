@@ -18,7 +18,6 @@ from rocky_engine.schedule.spawner import ChildRequest
 from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS
 from rocky_engine.state import StateStore
 from rocky_engine.state.claims import ClaimRepo
-from rocky_engine.schedule.output import TickOutput
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, sources, transformation
 
 MODELS = {"a.sql": "select 1 as x\n"}
