@@ -46,7 +46,8 @@ def start_and_signal(
     """Start ``rocky run``, wait until the ``slow`` models' statements run, send ``sig``; return (exit,
     JSON, stderr)."""
     started = wp.root / "started.jsonl"
-    wp.config.write_text(wp.config.read_text() + f"\n[[hook.on_before_model_run]]\ncommand = 'cat >> {started}'\n")
+    hook = f"\n[[hook.on_before_model_run]]\ncommand = 'cat >> {started}'\n"
+    wp.config.write_text(wp.config.read_text() + hook)
     proc = wp.popen("run", "--output", "json", *args)
     assert proc.stderr is not None
     try:
