@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 TOOLS_STAMP := $(VENV)/.installed-test-tools
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint bench test-deps demo-dagster clean
+.PHONY: venv demo test lint bench test-deps demo-dagster clean mutate
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -53,6 +53,11 @@ bench: venv
 	bash bench/setup_dbt.sh
 	bash bench/setup_peers.sh
 	$(BIN)/python bench/run_bench.py
+
+## make mutate: named mutations of the risky lines, each against its tests, in a temp copy -> bench/mutation.md
+## (not part of CI: a few minutes)
+mutate: venv
+	$(BIN)/python bench/mutate.py
 
 clean:
 	rm -rf $(VENV) .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work
