@@ -32,11 +32,13 @@ def spec(tmp_path: Path, command: str, wall_time_secs: int = 600) -> LaunchSpec:
 
 
 def test_wall_time_stops_the_program(cp: ConnectorProject) -> None:
-    cp.setup("sleep", f"marker={cp.marker}", extra="[connector.fake.limits]\nwall_time_secs = 1\n")
+    # 3 s, not 1: the program must get as far as writing its marker first, and a cold Python start on a
+    # loaded 2-core machine once took longer than 1 s (the marker was never written).
+    cp.setup("sleep", f"marker={cp.marker}", extra="[connector.fake.limits]\nwall_time_secs = 3\n")
     res = cp.load()
     assert res.returncode == 1
     assert res.connector["error"] == ("all 1 attempt(s) failed; the last one: the program ran past its wall "
-                                      "time of 1 s and was stopped")
+                                      "time of 3 s and was stopped")
     assert "stopping the program (wall time)" in res.stderr
     assert not pid_alive(int(cp.marker.read_text()))
     assert cp.scratch_dirs() == []
