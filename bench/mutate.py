@@ -305,7 +305,7 @@ MUTATIONS: list[Mutation] = [
         "rocky_engine/server/webhook.py",
         "if not settings.webhook_secrets and _from_a_browser(request):",
         "if False:",
-        WEBHOOK_TESTS,
+        (*WEBHOOK_TESTS, "tests/engine/server/test_guard.py"),
     ),
     # --- connectors/ ------------------------------------------------------------------------------------
     Mutation(
@@ -413,6 +413,7 @@ def _apply(root: Path, m: Mutation) -> str:
 def run(selected: list[Mutation]) -> list[Result]:
     results: list[Result] = []
     root = Path(tempfile.mkdtemp(prefix="rocky-mutate-"))
+    root.chmod(0o755)  # tests that drop root to nobody must still import the mutated copy
     try:
         tree = root / "tree"
         _copy_tree(tree)

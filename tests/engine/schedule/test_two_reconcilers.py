@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -89,3 +90,55 @@ def test_a_stale_holder_resuming_after_an_override_runs_nothing_twice(tmp_path: 
         hour = [c.pipeline for c in claims if c.source == "cron" and c.logical_ts == T0 + timedelta(hours=1)]
         assert sorted(hour) == ["a_first", "c_cron"]
         assert ClaimRepo(store).submitted() == []
+
+
+def test_a_demand_still_running_under_the_overrider_is_in_flight_for_the_resumed_holder(
+    tmp_path: Path,
+) -> None:
+    """B is itself paused inside p_fresh's child when A resumes. A's rows say p_fresh is due, and its key
+    (A's tick instant) differs from B's: only the in-transaction "a claim is submitted" check stops A."""
+    project = project_at(tmp_path, BODY, MODELS)
+    warm = Clock(T0 + timedelta(minutes=30))
+    reconciler(warm, SimChild(warm)).tick(project)
+
+    now = T0 + timedelta(hours=1, seconds=30)
+    a_paused, a_resume = threading.Event(), threading.Event()
+    b_paused, b_resume = threading.Event(), threading.Event()
+
+    def pause_on(
+        pipeline: str, paused: threading.Event, resume: threading.Event
+    ) -> Callable[[ChildRequest], None]:
+        def on_run(request: ChildRequest) -> None:
+            if request.pipeline == pipeline:
+                paused.set()
+                assert resume.wait(60), f"the test never resumed {pipeline}"
+
+        return on_run
+
+    clock_a, clock_b = Clock(now), Clock(now + timedelta(seconds=1))
+    child_a = SimChild(clock_a, on_run=pause_on("a_first", a_paused, a_resume))
+    child_b = SimChild(clock_b, on_run=pause_on("p_fresh", b_paused, b_resume))
+    rec_a = reconciler(clock_a, child_a, heartbeat_interval_seconds=3600)
+    rec_b = reconciler(clock_b, child_b, heartbeat_interval_seconds=3600)
+    rec_b.wall = lambda: time.time() + STALE_AFTER_SECONDS + 1
+    outs: dict[str, TickOutput] = {}
+    thread_a = threading.Thread(target=lambda: outs.setdefault("a", rec_a.tick(project)))
+    thread_b = threading.Thread(target=lambda: outs.setdefault("b", rec_b.tick(project)))
+    thread_a.start()
+    try:
+        assert a_paused.wait(60), "A never reached its spawner"
+        thread_b.start()
+        assert b_paused.wait(60), "B never reached p_fresh's child"
+        a_resume.set()
+        thread_a.join(60)
+    finally:
+        a_resume.set()
+        b_resume.set()
+        thread_a.join(60)
+        if thread_b.is_alive() or b_paused.is_set():
+            thread_b.join(60)
+
+    assert [e.pipeline for e in outs["b"].executed] == ["c_cron", "p_fresh"]
+    assert [e.pipeline for e in outs["a"].executed] == ["a_first"]
+    assert _entry(outs["a"], "p_fresh", "freshness")[0] == "in_flight"
+    assert child_a.pipelines() == ["a_first"] and child_b.pipelines() == ["c_cron", "p_fresh"]
