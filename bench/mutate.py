@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -193,7 +194,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "claims-resolve-at-once",
-        "rocky_engine/schedule/claims.py",
+        "rocky_engine/schedule/claim_lifecycle.py",
         "if now - claim.updated_at >= resolve_after:",
         "if True:",
         RECONCILER_TESTS,
@@ -250,7 +251,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "state-claim-conflict-overwrites",
-        "rocky_engine/state/claims.py",
+        "rocky_engine/state/schedule_claims.py",
         "ON CONFLICT (claim_key) DO NOTHING",
         "ON CONFLICT (claim_key) DO UPDATE SET submission_id = excluded.submission_id",
         RECONCILER_TESTS,
@@ -463,6 +464,8 @@ def report(results: list[Result], seconds: float) -> str:
 
 
 def main(argv: list[str]) -> int:
+    # SIGTERM unwinds like Ctrl-C: the temporary copy is removed and the running pytest is killed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     by_name = {m.name: m for m in MUTATIONS}
     unknown = [n for n in argv if n not in by_name]
     if unknown:

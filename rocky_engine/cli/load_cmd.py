@@ -54,7 +54,7 @@ def execute(args: argparse.Namespace) -> Any:
 
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     if getattr(args, "connector", None) is not None:
-        from rocky_engine.connectors.runner import execute_connector_load
+        from rocky_engine.connectors.connector_run import execute_connector_load
 
         return execute_connector_load(project, args.connector)
     name = choose_load_pipeline(project.config, args.pipeline)

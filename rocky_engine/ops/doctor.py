@@ -21,7 +21,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,11 +34,10 @@ from rocky_engine.errors import (
     StateSchemaError,
     UsageError,
 )
+from rocky_engine.ops.doctor_finding import Finding, worst
 from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project, load_project
-from rocky_engine.wire.doctor import DoctorCheck, DoctorResult, DoctorStatus
-
-Status = DoctorStatus
+from rocky_engine.wire.doctor import DoctorCheck, DoctorResult
 
 if TYPE_CHECKING:
     from rocky_engine.state.store import StateStore
@@ -50,20 +48,6 @@ CHECK_NAMES: tuple[str, ...] = (
 )
 #: checks that apply only to a remote ``[state] backend`` (run when one is configured, or when asked)
 REMOTE_CHECKS: tuple[str, ...] = ("state_rw", "state_concurrency")
-_RANK: dict[str, int] = {"healthy": 0, "warning": 1, "critical": 2}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What one check concluded."""
-
-    status: Status
-    message: str
-    suggestions: tuple[str, ...] = ()
-
-
-def worst(statuses: list[Status]) -> Status:
-    return max(statuses, key=lambda s: _RANK[s], default="healthy")
 
 
 class DoctorOutput(DoctorResult, Result):
@@ -277,8 +261,8 @@ def _read_back(store: StateStore) -> None:
     """Decode what the other commands read first (history's window, the scheduler's cursors and claims,
     the watermarks): damage SQLite's quick check cannot see (a timestamp overwritten with other text)
     raises StateDamagedError here rather than in the next run."""
-    from rocky_engine.state.claims import ClaimRepo
     from rocky_engine.state.schedule import ScheduleRepo
+    from rocky_engine.state.schedule_claims import ClaimRepo
 
     store.runs.list(limit=50)
     store.watermarks.all()

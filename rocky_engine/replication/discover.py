@@ -70,7 +70,7 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverO
     """
     from rocky_engine.adapters.discovery import open_discovery
     from rocky_engine.config.pipelines import ReplicationPipeline
-    from rocky_engine.replication.plan import apply_exclusions
+    from rocky_engine.replication.table_plan import apply_exclusions
 
     log = get_logger("discover")
     if pipeline_name is not None:

@@ -31,10 +31,10 @@ from rocky_engine.config.schema_pattern import SchemaPattern
 from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
-from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
+from rocky_engine.replication.table_plan import ReplicationPlan, TablePlan, plan_tables
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
 from rocky_engine.run.output import RunOutput, derive_status
-from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.progress_display import RunProgress
 from rocky_engine.run.replication_prepare import Prepared, PreparedTable, prepare
 from rocky_engine.run.replication_progress import ProgressBook
 from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry

@@ -17,7 +17,7 @@ from rocky_engine.adapters.base import Column, TableName
 from rocky_engine.errors import AdapterError
 from rocky_engine.replication.copy_sql import CopySpec
 from rocky_engine.replication.drift import DriftDecision, decide
-from rocky_engine.replication.plan import TablePlan
+from rocky_engine.replication.table_plan import TablePlan
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter

@@ -26,13 +26,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from rocky_engine.errors import AdapterError, RockyError, StateError, StateLockedError, UsageError
-from rocky_engine.hooks.lifecycle import finish_run, run_with_hooks
 from rocky_engine.hooks.sink import EventSink, NullEventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
 from rocky_engine.run import idempotency
 from rocky_engine.run.context import RunContext
 from rocky_engine.run.interrupt import InterruptGuard
+from rocky_engine.run.lifecycle import finish_run, run_with_hooks
 from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput
 from rocky_engine.run.records import build_run_record

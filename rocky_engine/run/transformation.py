@@ -19,7 +19,7 @@ from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.materialize import Materialized, materialize
 from rocky_engine.run.output import RunOutput, derive_status
-from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.progress_display import RunProgress
 from rocky_engine.state.runs import ModelExecution
 from rocky_engine.wire.run import (
     ContainedInfo,

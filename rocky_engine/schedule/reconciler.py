@@ -30,7 +30,7 @@ from pathlib import Path
 from rocky_engine.errors import StateError, StateLockedError
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
-from rocky_engine.schedule.claims import (
+from rocky_engine.schedule.claim_lifecycle import (
     RESOLVE_AFTER,
     ChildRegistry,
     claim_key,
@@ -40,15 +40,15 @@ from rocky_engine.schedule.claims import (
     webhook_claim_key,
 )
 from rocky_engine.schedule.decide import Decision, decide
-from rocky_engine.schedule.output import NOTABLE_REASONS, TickOutput
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
 from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
 from rocky_engine.schedule.spool import Demand, list_demands, spool_dir_of, sweep_markers
 from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
+from rocky_engine.schedule.tick_output import NOTABLE_REASONS, TickOutput
 from rocky_engine.state._time import now_utc, rfc3339
-from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+from rocky_engine.state.schedule_claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.tick import Evaluated, Executed, Skipped, SourceEntry
 

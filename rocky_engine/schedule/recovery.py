@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocky_engine.logs import get_logger
-from rocky_engine.schedule.claims import (
+from rocky_engine.schedule.claim_lifecycle import (
     ChildRegistry,
     Resolution,
     resolve_claim,
     row_after_outcome,
     webhook_claim_key,
 )
-from rocky_engine.schedule.output import TickOutput
 from rocky_engine.schedule.plan import SchedulePlan
 from rocky_engine.schedule.spool import Demand, SpoolError, consume
-from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
+from rocky_engine.schedule.tick_output import TickOutput
 from rocky_engine.state.schedule import ScheduleRow
+from rocky_engine.state.schedule_claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.tick import Skipped
 

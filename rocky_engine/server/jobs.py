@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocky_engine.errors import RockyError, StateError, StateLockedError
 from rocky_engine.logs import get_logger
-from rocky_engine.schedule.claims import ChildRegistry
+from rocky_engine.schedule.claim_lifecycle import ChildRegistry
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, SubprocessSpawner
 from rocky_engine.server.job_results import (
     finished_row,

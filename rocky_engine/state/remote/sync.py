@@ -56,7 +56,7 @@ from rocky_engine.state.remote.backend import (
     call_with_deadline,
 )
 from rocky_engine.state.remote.factory import open_backend
-from rocky_engine.state.remote.snapshot import export_snapshot, import_snapshot, snapshot_version
+from rocky_engine.state.remote.snapshot_file import export_snapshot, import_snapshot, snapshot_version
 from rocky_engine.state.store import OnNewer, StateStore
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class RemoteSync:
 
     def idempotency(self, store: StateStore) -> IdempotencyBackend:
         """Claims on this backend, mirrored into ``store`` (the store the run uses)."""
-        from rocky_engine.state.remote.claims import RemoteIdempotency
+        from rocky_engine.state.remote.leases import RemoteIdempotency
 
         return RemoteIdempotency(
             store.idempotency, self.backend, self.layout,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.schedule.claims import outcome_of_status
+from rocky_engine.schedule.claim_lifecycle import outcome_of_status
 from rocky_engine.state import RunRecord, StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.process.kit import dead, sleeping_hook, wait_for_hook
 from tests.engine.schedule.kit import tick_json, transformation, write_project
 

@@ -16,7 +16,7 @@ import pytest
 
 from rocky_engine.schedule.spool import list_demands, spool_dir_of, write_demand
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, sources, transformation
 
 REPO = Path(__file__).resolve().parents[3]
@@ -26,7 +26,7 @@ import os, signal, sys
 sys.path.insert(0, sys.argv[2])
 from rocky_engine.project import load_project
 from rocky_engine.schedule.recovery import Recovery
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, reconciler
 
 point = sys.argv[1]

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from rocky_engine.schedule.output import TickOutput
 from rocky_engine.schedule.spawner import ChildRequest
 from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS
+from rocky_engine.schedule.tick_output import TickOutput
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, sources, transformation
 
 MODELS = {"a.sql": "select 1 as x\n"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.project import load_project
-from rocky_engine.schedule.claims import ChildRegistry
+from rocky_engine.schedule.claim_lifecycle import ChildRegistry
 from rocky_engine.state import RunRecord, StateStore
 from rocky_engine.state.jobs import JobRepo, JobRow
 from tests.engine.server.kit import (

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
-from rocky_engine.connectors.plan import ConnectorPlan, plan_connector
+from rocky_engine.connectors.preflight import ConnectorPlan, plan_connector
 from rocky_engine.connectors.result import ConnectorResult, read_result
 from rocky_engine.connectors.scratch import create_scratch, remove_scratch
 from rocky_engine.errors import AdapterError, RockyError, StateLockedError
