@@ -37,7 +37,7 @@ from rocky_engine.errors import (
 from rocky_engine.ops.doctor_finding import Finding, worst
 from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project, load_project
-from rocky_engine.wire.doctor import DoctorCheck, DoctorResult
+from rocky_engine.wire.doctor import DoctorCheck, DoctorResult, DoctorStatus
 
 if TYPE_CHECKING:
     from rocky_engine.state.store import StateStore
@@ -133,7 +133,7 @@ def run_doctor(
         )
     on_mismatch = project.config.state.on_schema_mismatch if project is not None else "recreate"
     for name, check in (
-        ("state", lambda: check_state(store_file)),
+        ("state", lambda: with_upstream_store(check_state(store_file), store_file)),
         ("state_schema", lambda: check_state_schema(store_file, on_mismatch)),
     ):
         if only in (None, name):
@@ -255,6 +255,21 @@ def check_state(path: Path) -> Finding:
             (f"make {path.parent} writable by the user that runs rocky",),
         )
     return Finding("healthy", f"{path} readable, {runs} run(s) recorded")
+
+
+def with_upstream_store(finding: Finding, path: Path) -> Finding:
+    """``finding`` of the state check, plus a warning when upstream Rocky's ``.rocky-state.redb`` sits beside
+    the store: its watermarks and history are not read, which an operator moving a project must know."""
+    from rocky_engine.state.location import upstream_store_beside, upstream_store_message
+
+    redb = upstream_store_beside(path)
+    if redb is None:
+        return finding
+    status: DoctorStatus = "critical" if finding.status == "critical" else "warning"
+    return Finding(
+        status, f"{finding.message}; {upstream_store_message(redb)}",
+        (*finding.suggestions, f"move {redb} out of the project once you no longer need it"),
+    )
 
 
 def _read_back(store: StateStore) -> None:

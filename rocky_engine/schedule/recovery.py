@@ -58,6 +58,9 @@ class Recovery:
     def _apply_resolution(self, res: Resolution, row: ScheduleRow) -> ScheduleRow:
         assert self.store is not None
         claim = res.claim
+        # The child's pid file outlived the tick that wrote it (that tick died): the claim is settled
+        # now, so nothing will ever read it again.
+        self.registry.forget(claim.submission_id)
         with self.store.transaction():
             if not ClaimRepo(self.store).complete(claim.claim_key, res.outcome, None, None, self.now):
                 return row

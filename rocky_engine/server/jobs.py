@@ -359,6 +359,7 @@ class JobManager:
                 self._adopt(row)
                 continue
             final = recovered_row(store, row, self.clock())
+            registry.forget(row.job_id)  # its server died before it could; the job is settled now
             repo.upsert(final)
             log.warning("job %s (%s) was left %s by a server that is gone: %s", row.job_id,
                         row.pipeline or row.kind, row.state, final.error or final.state)
@@ -388,6 +389,7 @@ class JobManager:
                 self._live.pop(row.job_id, None)
             self._sweep_due = True
             return
+        registry.forget(row.job_id)  # the adopted child is gone; its job is settled next
         with store:
             final = recovered_row(store, row, self.clock())
             self._write(store, [final])
