@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import dagster as dg
 
+from dagster_rocky.check_names import dagster_check_name
 from dagster_rocky.resource import RockyResource
 from dagster_rocky.tenancy import strip_tenant, tenant_of
 from dagster_rocky.translator import RockyDagsterTranslator, component_value, safe_name
@@ -31,8 +32,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_POOL = "rocky"
 
 FRESHNESS_CHECK = "freshness"
-#: the name of the anomaly detector's check (the engine's kind ``anomaly``)
-ANOMALY_CHECK = "row_count_anomaly"
 
 _CHECK_DESCRIPTIONS = {
     "row_count": "Rocky: the target has as many rows as the source",
@@ -60,11 +59,12 @@ def node_checks(node: DagNode) -> dict[str, str]:
     out: dict[str, str] = {}
     for check in node.checks:
         if _own(node, check.pipeline):
-            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            name = dagster_check_name(check.name, check.kind)
             out[name] = _describe(check.kind, check.column, assertion=False)
     for assertion in node.assertions:
         if _own(node, assertion.pipeline):
-            out[assertion.name] = _describe(assertion.kind, assertion.column, assertion=True)
+            name = dagster_check_name(assertion.name)
+            out[name] = _describe(assertion.kind, assertion.column, assertion=True)
     return out
 
 
@@ -74,7 +74,7 @@ def quality_checks(node: DagNode) -> list[tuple[str, str, str]]:
     for check in node.checks:
         if not _own(node, check.pipeline):
             assert check.pipeline is not None
-            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            name = dagster_check_name(check.name, check.kind)
             out.append((check.pipeline, name, _describe(check.kind, check.column, assertion=False)))
     for assertion in node.assertions:
         if not _own(node, assertion.pipeline):
@@ -82,7 +82,7 @@ def quality_checks(node: DagNode) -> list[tuple[str, str, str]]:
             out.append(
                 (
                     assertion.pipeline,
-                    assertion.name,
+                    dagster_check_name(assertion.name),
                     _describe(assertion.kind, assertion.column, assertion=True),
                 )
             )

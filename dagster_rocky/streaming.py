@@ -28,6 +28,7 @@ import dagster as dg
 from pydantic import ValidationError
 
 from dagster_rocky import _process
+from dagster_rocky.check_names import ANOMALY_CHECK, dagster_check_name
 from dagster_rocky.types import (
     EVENTS_TARGET,
     CheckResult,
@@ -41,7 +42,6 @@ from dagster_rocky.types import (
 from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
 
 #: the check name an anomaly is reported under (a ``row_count_anomaly`` check spec)
-ANOMALY_CHECK = "row_count_anomaly"
 #: metadata keys Rocky adds next to Dagster's own
 ROWS_COPIED = "rocky/rows_copied"
 
@@ -207,7 +207,7 @@ class RockyRunStream:
             yield dg.MaterializeResult(asset_key=key, metadata=self._event_metadata(key, event))
         elif event.event == "check" and event.check is not None:
             check = event.check
-            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            name = dagster_check_name(check.name, check.kind)
             check_key = dg.AssetCheckKey(key, name)
             if check_key in ledger.checks or not self._routing.check_allowed(check_key):
                 return
@@ -323,7 +323,8 @@ class RockyRunStream:
             if key is None or key in ledger.failed:
                 continue
             for check in table.checks:
-                check_key = dg.AssetCheckKey(key, check.name)
+                name = dagster_check_name(check.name, getattr(check, "kind", None))
+                check_key = dg.AssetCheckKey(key, name)
                 if check_key in ledger.checks or not self._routing.check_allowed(check_key):
                     continue
                 ledger.checks.add(check_key)

@@ -120,11 +120,15 @@ class StateError(RockyError):
 class StateLockedError(StateError):
     """Another process holds the writer lock of the state store."""
 
-    def __init__(self, path: Path | str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, path: Path | str, *, holder: str = "an unknown process", hint: str | None = None
+    ) -> None:
         self.path = str(path)
+        #: the other writer, from the lock file: ``pid N (rocky run), since <UTC time>``
+        self.holder = holder
         super().__init__(
-            f"state store at {path} is locked by another process; only one rocky writer can run at a "
-            "time against the same state file",
+            f"state store at {path} is locked by another process ({holder}); only one rocky writer can run "
+            "at a time against the same state file",
             hint=hint,
         )
 

@@ -1,6 +1,8 @@
 """Logging to stderr: plain lines for people, JSON lines when the output format is JSON.
 
-stdout belongs to the result document; every log line and progress display goes to stderr.
+stdout belongs to the result document; every log line and progress display goes to stderr. Every line
+is formatted with the project's secrets replaced by ``${NAME}`` (rocky_engine/redact.py), whichever module
+logged it: a hook's stderr, a connector program's output, an adapter's error.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+
+from rocky_engine.redact import known
 
 LOGGER_NAME = "rocky"
 
@@ -24,12 +28,12 @@ class _JsonLineFormatter(logging.Formatter):
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             doc.update(fields)
-        return json.dumps(doc, default=str)
+        return json.dumps(known().deep(doc), default=str)
 
 
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}"
+        return known()(f"{record.levelname.lower()}: {record.getMessage()}")
 
 
 def configure(json_lines: bool, level: int = logging.INFO) -> None:

@@ -3,15 +3,19 @@
 Every command returns a :class:`Result`: its wire document (``rocky_engine.wire``) plus its exit code and
 rendering. JSON goes to stdout as one document with a 2-space indent and a trailing newline; optional
 fields that are empty are omitted (CONTRACT section 0, ``rocky_engine.wire.base``).
+Every document and text leaves with the project's secrets replaced by ``${NAME}`` (rocky_engine/redact.py).
 For people, a result renders itself as a table (``render_table``) or Markdown (``render_md``); ``rich`` is
 imported only on that path, never when the output is JSON.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from rocky_engine.redact import known, redact
 from rocky_engine.wire.base import WireModel, document_text
 
 OutputFormat = Literal["json", "table", "md"]
@@ -42,7 +46,17 @@ class Result:
 
 
 def to_json(result: WireModel | Result) -> str:
-    return document_text(result.wire())
+    return document_text(known().deep(result.wire()))
+
+
+def redacted_document_text(doc: WireModel | Mapping[str, Any]) -> str:
+    """:func:`document_text` of ``doc`` with every secret the process knows redacted (server responses,
+    incident bundles). The strings are redacted, not the JSON text, so no escape sequence is cut."""
+    secrets = known()
+    if not secrets:
+        return document_text(doc)
+    data = doc.wire() if isinstance(doc, WireModel) else json.loads(document_text(doc))
+    return document_text(secrets.deep(data))
 
 
 def resolve_format(requested: str | None) -> OutputFormat:
@@ -64,6 +78,8 @@ def emit(result: Result, fmt: OutputFormat) -> int:
         text = result.render_table()
         if not text.endswith("\n"):
             text += "\n"
+    if fmt != "json":
+        text = redact(text)
     sys.stdout.write(text)
     sys.stdout.flush()
     return result.exit_code()

@@ -142,6 +142,9 @@ def _dispatch(argv: Sequence[str] | None) -> tuple[int, str]:
     args.output_format = fmt
     logs.configure(json_lines=fmt == "json", level=_log_level())
     command: str = args.command
+    from rocky_engine.state.lock_holder import name_command
+
+    name_command(command, getattr(args, "connector", None) or getattr(args, "pipeline", None))
     return _execute(modules[command], args, fmt), command
 
 
@@ -159,7 +162,9 @@ def _execute(module: ModuleType, args: argparse.Namespace, fmt: OutputFormat) ->
             after_emit()
         return code
     except RockyError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        from rocky_engine.redact import redact
+
+        sys.stderr.write(redact(f"error: {exc}\n"))
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")

@@ -57,6 +57,9 @@ class ConnectorConfig(StrictModel):
     contract: dict[str, Any] | None = None
     limits: ConnectorLimits = Field(default_factory=ConnectorLimits)
     keep_scratch: bool = False
+    #: how long a run waits for the state store's writer lock (at the claim, before the promote, to free
+    #: its claim) before it fails; see rocky_engine/connectors/state_lock.py
+    state_lock_wait_secs: int = Field(default=30, ge=0, le=3600)
 
     @field_validator("output_uri")
     @classmethod

@@ -28,10 +28,12 @@ from rocky_engine.config.error_format import Loc, dotted, translate
 from rocky_engine.config.hooks import HOOK_EVENTS, CommandHook, HookConfig, WebhookHook, unknown_event_warning
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import PIPELINE_CLASSES, PIPELINE_TYPES
+from rocky_engine.config.secrets import config_secrets
 from rocky_engine.config.sections import FreshnessDefaults, ScheduleDefaults, StateConfig
 from rocky_engine.config.toml_file import parse_toml, read_text
 from rocky_engine.config.unknown_keys import unknown_key_warnings
 from rocky_engine.errors import ConfigError, one_line
+from rocky_engine.redact import set_known
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -74,8 +76,8 @@ def load_config(path: Path, *, env: Mapping[str, str] | None = None) -> RockyCon
             hint="pass the rocky.toml file itself with -c/--config PATH",
         )
     raw_text = read_text(file, label="config file")
-    text = substitute(raw_text, os.environ if env is None else env, file=file)
-    config_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    variables = os.environ if env is None else env
+    text = substitute(raw_text, variables, file=file)
     # Parsing and validating allocate tens of thousands of objects on a large project (1,000 pipelines),
     # all of which stay alive: the cyclic collector would walk them again and again for nothing (~15% of
     # loading). It is paused for this bounded stretch only, and left as it was found.
@@ -83,10 +85,16 @@ def load_config(path: Path, *, env: Mapping[str, str] | None = None) -> RockyCon
     gc.disable()
     try:
         raw = parse_toml(text, file=file)
-        return build_config(raw, file=file, config_hash=config_hash)
+        config = build_config(raw, file=file, config_hash="")
     finally:
         if paused:
             gc.enable()
+    # Every surface that writes text redacts the secrets of the project loaded last (rocky_engine/redact.py).
+    secrets = config_secrets(config, raw_text, variables)
+    set_known(secrets)
+    # Hashed with each secret replaced by its name: a run record's hash cannot confirm a guessed secret.
+    config.config_hash = hashlib.sha256(secrets(text).encode("utf-8")).hexdigest()
+    return config
 
 
 def build_config(raw: dict[str, Any], *, file: Path, config_hash: str) -> RockyConfig:

@@ -29,7 +29,8 @@ class RockyConfig(BaseModel):
     path: Path
     #: the directory of rocky.toml; relative paths in the config are taken from here
     root: Path
-    #: sha256 hex of the config text after ${VAR} substitution (recorded with every run)
+    #: sha256 hex of the config text after ${VAR} substitution, each secret replaced by its name (recorded
+    #: with every run; config/secrets.py)
     config_hash: str
     adapters: dict[str, AdapterConfig] = Field(default_factory=dict)
     pipelines: dict[str, PipelineConfig] = Field(default_factory=dict)

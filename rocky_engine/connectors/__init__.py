@@ -2,8 +2,10 @@
 
 - ``manifest``: ``connector.toml`` validation and command resolution;
 - ``plan``: every check before a run starts (config, manifest, secrets, target, program);
-- ``launch``: the sandboxed start (cleared env, process group, rlimits, watchdogs, redacted log lines);
+- ``launch``: the start (cleared env, process group, rlimits, watchdogs, redacted log lines; not a sandbox);
 - ``result``: ``_rocky_result.json`` and the files it lists;
+- ``fingerprint``: what is loaded is what was checked (files verified unchanged before the promote);
+- ``state_lock``: the state writer lock with a bounded wait, and claims freed by the next run;
 - ``scratch``: per-attempt scratch directories;
 - ``promote``: staging, drift, contract, the one INSERT, leftover staging cleanup;
 - ``runner``: one whole run (``rocky load --connector NAME``);

@@ -3,10 +3,12 @@
     read state (commit_seq N) -> claim connector:NAME:N -> attempts (fresh scratch each) -> check result
     -> stage -> drift / contract -> promote (one INSERT) -> drop staging -> commit state N + 1
 
-The state store's writer lock is held only for the claim and for the commit, never while the program
-runs, so a second run of the same connector meets the claim (and skips, exit 0) instead of the lock.
-When the lock is busy Rocky waits for it (briefly for the claim, longer for the commit: a commit given up
-after the promote means the batch loads twice). On a remote state backend each of those steps downloads
+The state store's writer lock is held for the claim, and from just before the promote through the state
+commit (one hold: no other writer can come between the promote and the commit, so a busy lock can make
+a run fail before the promote, never after it); never while the program runs, so a second run of the same
+connector meets the claim (and skips, exit 0) instead of the lock. Each wait for the lock is bounded by
+``state_lock_wait_secs``; a run that meets a busy lock fails with a JSON document naming the other writer
+(connectors/state_lock.py). On a remote state backend each of those steps downloads
 the shared state first (``open_synced_store``), the claim is taken on the backend (atomic across
 machines), and the commit uploads the state (conditional on the downloaded generation with ``cas``)
 before it finalizes the claim there.
@@ -38,13 +40,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
+from rocky_engine.connectors.fingerprint import ChangedAfterCheck, verify
+from rocky_engine.connectors.launch import LaunchSpec, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
 from rocky_engine.connectors.preflight import ConnectorPlan, plan_connector
 from rocky_engine.connectors.result import ConnectorResult, read_result
 from rocky_engine.connectors.scratch import create_scratch, remove_scratch
-from rocky_engine.errors import AdapterError, RockyError
+from rocky_engine.connectors.state_lock import apply_noted_frees, note_free, open_state_waiting
+from rocky_engine.errors import AdapterError, RockyError, StateLockedError
 from rocky_engine.logs import get_logger
+from rocky_engine.redact import Redactor, known
 from rocky_engine.run.load_output import LoadOutput
 from rocky_engine.state.connectors import ConnectorStateRepo, claim_key
 from rocky_engine.wire.connector import ConnectorRequest, ConnectorState
@@ -57,11 +62,6 @@ if TYPE_CHECKING:
     from rocky_engine.state.remote.sync import SyncedStore
 
 log = get_logger("connector")
-
-#: How long the claim waits for another rocky's writer lock on the state store.
-CLAIM_LOCK_WAIT_SECS = 30.0
-#: How long the state commit waits for it (the batch is already in the target by then).
-COMMIT_LOCK_WAIT_SECS = 300.0
 
 Clock = Callable[[], datetime]
 
@@ -93,17 +93,6 @@ def execute_connector_load(
     out.finish()
     out.duration_ms = int((time.perf_counter() - t0) * 1000)
     return out
-
-
-def open_state_waiting(project: Project, wait_secs: float, purpose: str) -> SyncedStore:
-    """Open the state store as its writer (and download the remote state, on a remote backend), waiting up
-    to ``wait_secs`` for another rocky's writer lock (the store logs the wait, naming the holder)."""
-    from rocky_engine.state.remote import open_synced_store
-
-    return open_synced_store(
-        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer="refuse",
-        wait_for_lock=wait_secs, wait_purpose=purpose,
-    )
 
 
 class _Run:
@@ -139,6 +128,9 @@ class _Run:
         #: True from the claim until the run decided its fate (freed, committed, or left in flight on
         #: purpose after the promote was sent); an unexpected error meanwhile frees it
         self.claim_open = False
+        #: the state store held from just before the promote through the state commit
+        self.held: SyncedStore | None = None
+        self.lock_wait = float(plan.config.state_lock_wait_secs)
 
     # ------------------------------------------------------------------ the run
 
@@ -161,6 +153,13 @@ class _Run:
             if self.claim_open:
                 self._free_claim()
             raise
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.held is not None:
+            held, self.held = self.held, None
+            held.close()
 
     def _fail(self, message: str) -> None:
         self.info.status = "failed"
@@ -174,8 +173,13 @@ class _Run:
         plan = self.plan
         # On a remote backend the download brings the shared connector state, and the claim is taken on
         # the backend (atomic across machines); nothing is uploaded here.
-        synced = open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "claim the batch")
+        try:
+            synced = open_state_waiting(self.project, self.lock_wait, "claim the batch")
+        except StateLockedError as exc:
+            self._fail(f"{exc.message}; nothing was claimed or run, retry when it is done")
+            return False
         with synced as store:
+            apply_noted_frees(self.project, synced, self.clock)
             saved = ConnectorStateRepo(store).get(plan.name)
             self.seq = saved.commit_seq if saved is not None else 0
             self.info.commit_seq_before = self.info.commit_seq_after = self.seq
@@ -220,9 +224,16 @@ class _Run:
     def _free_claim(self) -> None:
         self.claim_open = False
         try:
-            synced = open_state_waiting(self.project, CLAIM_LOCK_WAIT_SECS, "free the claim")
+            if self.held is not None:
+                self.held.idempotency.finalize(self.key, self.run_id, False, self.clock())
+                return
+            synced = open_state_waiting(self.project, self.lock_wait, "free the claim")
             with synced:
                 synced.idempotency.finalize(self.key, self.run_id, False, self.clock())
+        except StateLockedError as exc:
+            noted = note_free(self.project, self.key, self.run_id)
+            log.warning("connector %s: could not free claim %s: %s; %s", self.plan.name, self.key,
+                        exc.message, "the next connector run frees it" if noted else "it expires by itself")
         except RockyError as exc:
             log.error("connector %s: could not free claim %s (%s); it expires by itself", self.plan.name,
                       self.key, exc)
@@ -232,7 +243,7 @@ class _Run:
     def _attempts(self, state: ConnectorState | None) -> tuple[ConnectorResult | None, Path | None]:
         plan = self.plan
         total = plan.config.retries + 1
-        redact = Redactor(plan.secrets)
+        redact = known().merged(Redactor(plan.secrets))
         last = "no attempt ran"
         for attempt in range(1, total + 1):
             if self.stop.is_set():
@@ -290,8 +301,16 @@ class _Run:
             if promoted is None:
                 return
             rows = promoted
-        elif self.previous_holder is not None:
-            self._drop_leftovers_only()
+        else:
+            if self.previous_holder is not None:
+                self._drop_leftovers_only()
+            try:
+                self._hold_state()
+            except StateLockedError as exc:
+                self._fail(f"{exc.message}; nothing was loaded and the saved state is unchanged, the claim "
+                           "was freed")
+                self._free_claim()
+                return
         committed = self._commit(result)
         self._report(result, error=None, loaded=True)
         if not committed:
@@ -339,6 +358,9 @@ class _Run:
                 promoter.check(plan.contract, result.total_rows)
                 self._check_stop()
                 drift = promoter.prepare_target()
+                self._hold_state()  # held through the state commit
+                for f in result.files:  # the last look at the files before the promote reads them
+                    verify(f.path, f.absolute, f.fingerprint, "before the promote")
                 self._check_claim_alive()
                 self._check_stop()  # the last look before the promote
             except RockyError as exc:
@@ -360,10 +382,20 @@ class _Run:
                 self._report(result, error=message, loaded=False)
                 return None
             self._drop(promoter)
+            log.info("connector %s: promoted %d rows into %s; committing the state", plan.name, rows,
+                     plan.config.target.full_name)
             return rows
         finally:
             self.interruptible = None
             adapter.close()
+
+    def _hold_state(self) -> None:
+        """Take the state writer for the promote and the commit (bounded wait).
+
+        Raises:
+            StateLockedError: another writer still holds it after ``state_lock_wait_secs``.
+        """
+        self.held = open_state_waiting(self.project, self.lock_wait, "promote the batch and commit the state")
 
     def _drop_leftovers(self, promoter: Promoter) -> None:
         try:
@@ -407,7 +439,9 @@ class _Run:
         if self.stop.is_set() and not isinstance(exc, _Stopped):
             return "interrupted while staging the batch; stopped before the promote"
         message = exc.message if isinstance(exc, AdapterError) else str(exc)
-        return message if isinstance(exc, _Stopped) else f"staging the batch failed: {message}"
+        if isinstance(exc, (_Stopped, ChangedAfterCheck, StateLockedError)):
+            return message
+        return f"staging the batch failed: {message}"
 
     def _failed_before_promote(self, result: ConnectorResult, promoter: Promoter | None,
                                message: str) -> None:
@@ -428,7 +462,9 @@ class _Run:
         plan = self.plan
         self.claim_open = False  # the commit closes it, or a failed commit leaves it in flight on purpose
         try:
-            synced = open_state_waiting(self.project, COMMIT_LOCK_WAIT_SECS, "commit the state")
+            synced, self.held = self.held, None
+            if synced is None:
+                raise RuntimeError("the state commit runs under the lock taken before the promote")
             with synced as store:
                 # the fence compares with the state as downloaded now, not as read at the claim
                 now = self.clock()

@@ -14,8 +14,8 @@ What the program gets (seeds/child-connectors.md "What the program sees", "Limit
 Rocky stops the program's processes (SIGTERM, then SIGKILL 5 s later) when the wall time runs out, when
 the files in the scratch directory (summed every 2 s) pass ``output_bytes``, when Rocky itself is
 interrupted, and when the program exits but leaves processes behind. Every line the program prints goes
-to Rocky's log (stderr), never to stdout, with each declared secret value of at least 8 bytes replaced by
-``${NAME}``.
+to Rocky's log (stderr), never to stdout, redacted by the one redactor (rocky_engine/redact.py): each
+declared secret, and every other secret of the project, whole and line by line, replaced by ``${NAME}``.
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ from rocky_engine.connectors.limits import CPU_HARD_MARGIN_SECS, EffectiveLimits
 from rocky_engine.connectors.scratch import directory_bytes
 from rocky_engine.logs import get_logger
 from rocky_engine.process import Rlimit
+from rocky_engine.redact import Redactor
 
 log = get_logger("connector")
 
-#: Secret values shorter than this are not redacted (a known gap: they would match too much text).
-MIN_REDACT_BYTES = 8
 #: Seconds between SIGTERM and SIGKILL.
 KILL_GRACE_SECS = 5.0
 #: Seconds between two sums of the scratch directory's file sizes.
@@ -44,22 +43,6 @@ SIZE_CHECK_SECS = 2.0
 #: Longest program output line passed to the log in one piece.
 MAX_LINE_BYTES = 64 * 1024
 _POLL_SECS = 0.05
-
-
-class Redactor:
-    """Replaces declared secret values (>= 8 bytes) by ``${NAME}``, longest value first."""
-
-    def __init__(self, secrets: Mapping[str, str]) -> None:
-        pairs = [(v, n) for n, v in secrets.items() if len(v.encode("utf-8")) >= MIN_REDACT_BYTES]
-        self._pairs = sorted(pairs, key=lambda p: len(p[0]), reverse=True)
-        #: bytes of the longest redacted value (a cut line keeps this much minus one for the next piece)
-        self.longest = max((len(v.encode("utf-8")) for v, _ in pairs), default=0)
-
-    def __call__(self, text: str) -> str:
-        for value, name in self._pairs:
-            if value in text:
-                text = text.replace(value, "${" + name + "}")
-        return text
 
 
 def program_env(

@@ -8,6 +8,8 @@ result". Any failure fails the attempt (Rocky may start another).
 5. Every file exists, is a regular file, and has the size in bytes.
 6. Every file ends with the Parquet marker ``PAR1``, and the row count in its footer equals ``rows``.
 7. The files together are at most ``output_bytes``.
+8. No file changed while it was checked: each is fingerprinted first and verified after the checks
+   (connectors/fingerprint.py; the runner verifies again right before the promote).
 
 Unknown keys are ignored, so a later protocol revision can add fields without breaking this reader; a
 path listed twice is refused (its rows would load twice). A result with no files is valid.
@@ -24,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rocky_engine.connectors.fingerprint import Fingerprint, fingerprint, verify
 from rocky_engine.errors import ConnectorError
 from rocky_engine.wire.connector import (
     PROTOCOL_VERSION,
@@ -56,6 +59,8 @@ class ResultFile:
     rows: int
     #: ``(name, arrow type)`` of each column, read from the footer
     columns: tuple[tuple[str, str], ...]
+    #: taken before the checks read the file; verified after them and before the promote
+    fingerprint: Fingerprint
 
 
 @dataclass(frozen=True)
@@ -206,7 +211,7 @@ def _state(state: ConnectorState, expected_version: int) -> tuple[int, Any, str]
 def _files(entries: list[ResultFileEntry], scratch: Path) -> list[ResultFile]:
     root = scratch.resolve()
     seen: set[Path] = set()
-    checked: list[tuple[str, Path, int, int]] = []
+    checked: list[tuple[str, Path, int, int, Fingerprint]] = []
     for entry in entries:
         path, size, rows = entry.path, entry.bytes, entry.rows
         absolute = _inside(path, root)
@@ -214,16 +219,18 @@ def _files(entries: list[ResultFileEntry], scratch: Path) -> list[ResultFile]:
             raise ResultError(f"{path!r} is listed twice; its rows would load twice")
         seen.add(absolute)
         try:
-            actual = absolute.stat().st_size
+            print_ = fingerprint(absolute)
+            actual = print_.size
             if actual != size:
                 raise ResultError(f"{path!r} has {actual} bytes, but the result says {size}")
             _check_marker(path, absolute, actual)
         except OSError as exc:
             raise ResultError(f"{path!r} cannot be read: {exc}") from None
-        checked.append((path, absolute, size, rows))
-    if not checked:
-        return []
-    return [_with_footer(path, absolute, size, rows) for path, absolute, size, rows in checked]
+        checked.append((path, absolute, size, rows, print_))
+    files = [_with_footer(*entry) for entry in checked]
+    for f in files:
+        verify(f.path, f.absolute, f.fingerprint, "while it was checked")
+    return files
 
 
 def _inside(path: str, root: Path) -> Path:
@@ -262,7 +269,7 @@ def _check_marker(path: str, absolute: Path, size: int) -> None:
         raise ResultError(f"{path!r} is not a Parquet file (it does not end with the PAR1 marker)")
 
 
-def _with_footer(path: str, absolute: Path, size: int, rows: int) -> ResultFile:
+def _with_footer(path: str, absolute: Path, size: int, rows: int, print_: Fingerprint) -> ResultFile:
     import pyarrow.parquet as pq
 
     try:
@@ -273,4 +280,5 @@ def _with_footer(path: str, absolute: Path, size: int, rows: int) -> ResultFile:
     if meta.num_rows != rows:
         raise ResultError(f"{path!r} holds {meta.num_rows} rows in its footer, but the result says {rows}")
     columns = tuple((field.name, str(field.type)) for field in schema)
-    return ResultFile(path=path, absolute=absolute, bytes=size, rows=rows, columns=columns)
+    return ResultFile(path=path, absolute=absolute, bytes=size, rows=rows, columns=columns,
+                      fingerprint=print_)

@@ -24,6 +24,7 @@ from pathlib import Path
 from rocky_engine.config.hooks import CommandHook
 from rocky_engine.hooks.event import HookEvent
 from rocky_engine.logs import get_logger
+from rocky_engine.redact import known
 
 log = get_logger("hooks")
 
@@ -122,7 +123,8 @@ class _Output:
         self._log("stdout", line)
 
     def stderr(self, line: bytes) -> None:
-        text = self._log("stderr", line).strip()
+        # The excerpt is quoted in run stderr, `hooks test` JSON and the server log: redacted here, once.
+        text = known()(self._log("stderr", line)).strip()
         if text:
             self.tail = text if len(text) <= _TAIL_CHARS else text[: _TAIL_CHARS - 3] + "..."
 

@@ -1,7 +1,9 @@
 """Results of ``rocky hooks list`` and ``rocky hooks test``.
 
 ``hooks list`` shows command hooks only (a webhook block never appears there; ``rocky validate`` parses
-both). It shows the keys of a hook's ``env`` table, never the values, which are usually secrets.
+both). It shows the keys of a hook's ``env`` table, never the values, which are usually secrets, and each
+command line with the project's secrets (a ``${PAGER_TOKEN}`` substituted into it) named, not shown
+(rocky_engine/redact.py): redacted before a table can wrap a secret over two lines.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from rocky_engine.config import HOOK_EVENTS, RockyConfig
 from rocky_engine.errors import UsageError
 from rocky_engine.hooks.dispatcher import HookDispatcher, HookResult
 from rocky_engine.output import Result, md_table, render_rows
+from rocky_engine.redact import redact
 from rocky_engine.wire.hooks import HooksListResult, HooksTestResult, ListedHook, TestedHook
 
 #: events whose synthetic context names a model / carries an error
@@ -62,7 +65,7 @@ class HooksTestOutput(HooksTestResult, Result):
 def hooks_list(config: RockyConfig) -> HooksListOutput:
     hooks = [
         ListedHook(
-            event=f"on_{event}", index=i, command=h.command, timeout_ms=h.timeout_ms,
+            event=f"on_{event}", index=i, command=redact(h.command), timeout_ms=h.timeout_ms,
             on_failure=h.on_failure, env=sorted(h.env),
         )
         for event in HOOK_EVENTS

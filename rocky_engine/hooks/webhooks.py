@@ -26,6 +26,7 @@ from rocky_engine import __version__
 from rocky_engine.config.hooks import WebhookHook
 from rocky_engine.hooks.event import HookEvent
 from rocky_engine.hooks.presets import ROUTING_KEY_HEADERS, PresetError, render_body
+from rocky_engine.redact import MIN_BYTES, known
 
 SIGNATURE_HEADER = "X-Rocky-Signature"
 _RETRYABLE_STATUS = frozenset({408, 429})
@@ -138,11 +139,18 @@ def deliver_webhook(
 
 
 def _scrub(text: str, hook: WebhookHook) -> str:
-    """Remove the URL (and anything after its host) and the secret from an exception message."""
+    """Remove the URL (and anything after its host), the secret, the header values and every other secret
+    of the project (rocky_engine/redact.py) from an exception message."""
     text = text.replace(hook.url, receiver_name(hook.url))
+    path = hook.url.split("://", 1)[-1].partition("/")[2]
+    if len(path) >= MIN_BYTES:  # a message may quote the path alone, where Slack keeps its token
+        text = text.replace(path, "***")
     if hook.secret is not None and hook.secret.get_secret_value():
         text = text.replace(hook.secret.get_secret_value(), "***")
-    return text
+    for value in hook.headers.values():
+        if len(value) >= MIN_BYTES:
+            text = text.replace(value, "***")
+    return known()(text)
 
 
 def _ms(t0: float) -> int:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rocky_engine.errors import StateError
 from rocky_engine.logs import get_logger
+from rocky_engine.output import redacted_document_text
 from rocky_engine.state._time import rfc3339, utc
-from rocky_engine.wire.base import document_text
 from rocky_engine.wire.incident import IncidentDocument, IncidentPointer
 
 KEEP_NEWEST = 50
@@ -111,7 +111,7 @@ def write_incident(directory: Path, bundle: IncidentBundle, *, keep: int = KEEP_
         IncidentDirRefused: the directory is a symlink, not a directory, or cannot be written.
     """
     name = incident_file_name(bundle.recorded_at, bundle.pipeline, bundle.submission_id)
-    data = document_text(bundle.document()).encode()
+    data = redacted_document_text(bundle.document()).encode()
     dfd = _open_dir(directory, create=True)
     try:
         tmp = f".tmp-{os.getpid()}-{name}"

@@ -8,7 +8,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from rocky_engine.wire.base import WireModel, document_text
+from rocky_engine.output import redacted_document_text
+from rocky_engine.wire.base import WireModel
 from rocky_engine.wire.server import ErrorBody
 
 JSON_TYPE = "application/json"
@@ -35,7 +36,7 @@ def json_response(
     doc: WireModel | Mapping[str, Any], status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
     """A JSON document (a wire model, or the JSON-ready dict of one) as the CLI writes it."""
-    body = document_text(doc).encode()
+    body = redacted_document_text(doc).encode()
     return Response(body, status_code=status, headers=dict(headers or {}), media_type=JSON_TYPE)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from rocky_engine.redact import known
 from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt
 
 if TYPE_CHECKING:
@@ -129,10 +130,12 @@ def _load(text: str | None) -> dict[str, Any] | None:
 
 
 def _to_row(row: JobRow) -> tuple[Any, ...]:
+    # A job's result and error carry what its run printed: stored redacted (rocky_engine/redact.py)
+    secrets = known()
     return (
         row.job_id, row.kind, row.state, to_db(row.submitted_at), to_db_opt(row.started_at),
-        to_db_opt(row.finished_at), row.pipeline, _dump(row.request), _dump(row.result), row.error, row.pid,
-        _dump(row.owner), row.attempts,
+        to_db_opt(row.finished_at), row.pipeline, _dump(secrets.deep(row.request)),
+        _dump(secrets.deep(row.result)), secrets.deep(row.error), row.pid, _dump(row.owner), row.attempts,
     )
 
 

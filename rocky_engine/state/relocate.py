@@ -45,6 +45,7 @@ from urllib.parse import quote
 
 from rocky_engine.errors import StateError, StateLockedError
 from rocky_engine.logs import get_logger
+from rocky_engine.state.lock_holder import describe_holder
 from rocky_engine.state.store import BUSY_TIMEOUT_MS, lock_path_of, try_writer_lock
 
 log = get_logger("state")
@@ -93,7 +94,8 @@ def settle_state_file(
         )
         return old
     raise StateLockedError(
-        old, hint=f"it sits where an older rocky kept it and moves to {current} once free; retry then"
+        old, holder=describe_holder(lock_path_of(old)),
+        hint=f"it sits where an older rocky kept it and moves to {current} once free; retry then",
     )
 
 

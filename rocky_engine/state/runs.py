@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rocky_engine.errors import StateError
+from rocky_engine.redact import known
 from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
 
 if TYPE_CHECKING:
@@ -236,8 +237,12 @@ class RunRepo:
 
 
 def _to_row(record: RunRecord) -> tuple[Any, ...]:
-    models = json.dumps([m.model_dump(mode="json") for m in record.models_executed], separators=(",", ":"))
-    extra = json.dumps(record.extra, separators=(",", ":"), default=str) if record.extra else None
+    # A model's error may quote a secret (a DSN in a driver message): stored redacted (rocky_engine/redact.py)
+    secrets = known()
+    models = json.dumps(secrets.deep([m.model_dump(mode="json") for m in record.models_executed]),
+                        separators=(",", ":"))
+    extra = (json.dumps(secrets.deep(record.extra), separators=(",", ":"), default=str) if record.extra
+             else None)
     return (
         record.run_id, record.pipeline, record.pipeline_type, to_db(record.started_at),
         to_db_opt(record.finished_at), record.status, record.trigger, record.submission_id,

@@ -21,7 +21,6 @@ committed idempotency claim, scheduler claim or watermark survives a power loss,
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import sqlite3
@@ -39,7 +38,7 @@ from urllib.parse import quote
 from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
 from rocky_engine.logs import get_logger
 from rocky_engine.state import schema
-from rocky_engine.state._time import now_utc
+from rocky_engine.state.lock_holder import describe_holder, write_holder
 from rocky_engine.state.store_errors import (
     BUSY_CODES,
     CORRUPT_CODES,
@@ -386,6 +385,7 @@ def try_writer_lock(path: Path) -> int | None:
     except OSError as exc:
         os.close(fd)
         raise StateError(f"cannot lock the state store lock file {lock_file}: {exc}") from exc
+    write_holder(fd)
     return fd
 
 
@@ -394,8 +394,9 @@ def _acquire_lock(path: Path, wait_seconds: float = 0, purpose: str = "") -> int
     holder's identity written into the lock file for the next waiter."""
     fd = try_writer_lock(path)
     if fd is None and wait_seconds > 0:
-        log.warning("state store %s is locked by %s; waiting up to %g s %s", path, lock_holder(path),
-                    wait_seconds, f"to {purpose}" if purpose else "for it")
+        log.warning("state store %s is locked by %s; waiting up to %g s %s", path,
+                    describe_holder(lock_path_of(path)), wait_seconds,
+                    f"to {purpose}" if purpose else "for it")
         deadline = time.monotonic() + wait_seconds
         pause = 0.05
         while fd is None and time.monotonic() < deadline:
@@ -404,40 +405,10 @@ def _acquire_lock(path: Path, wait_seconds: float = 0, purpose: str = "") -> int
             pause = min(pause * 2, 1.0)
             fd = try_writer_lock(path)
     if fd is None:
-        raise StateLockedError(path) if wait_seconds <= 0 else StateLockedError(
-            path, hint=f"it was still held by {lock_holder(path)} after {wait_seconds:g} s of waiting")
-    _write_holder(fd)
-    return fd
-
-
-def _write_holder(fd: int) -> None:
-    """Say in the lock file who holds it (a waiter logs it): pid, host, the command, since when. Never
-    the command line's arguments, which may carry secrets."""
-    import socket
-    import sys
-
-    command = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
-    words = [a for a in sys.argv[1:2] if not a.startswith("-")]
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join([command, *words]),
-              "since": now_utc().isoformat().replace("+00:00", "Z")}
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder).encode(), 0)
-    except OSError:
-        pass  # who holds the lock is a courtesy to waiters; the lock itself is the flock
-
-
-def lock_holder(path: Path) -> str:
-    """Who holds the writer lock of the store at ``path``, as the holder wrote it (``pid 123 on host (rocky
-    run) since ...``); ``an unknown process`` when it did not say."""
-    try:
-        doc = json.loads(lock_path_of(path).read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        doc = {}
-    if not isinstance(doc, dict) or "pid" not in doc:
-        return "an unknown process"
-    return (f"pid {doc.get('pid')} on {doc.get('host', '?')} ({doc.get('command', '?')}) since "
-            f"{doc.get('since', '?')}")
+        holder = describe_holder(lock_path_of(path))
+        raise StateLockedError(path, holder=holder) if wait_seconds <= 0 else StateLockedError(
+            path, holder=holder, hint=f"it was still held by {holder} after {wait_seconds:g} s of waiting")
+    return fd  # try_writer_lock recorded this process as the holder
 
 
 def _connect(target: str, *, uri: bool, path: Path) -> sqlite3.Connection:

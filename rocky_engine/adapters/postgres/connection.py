@@ -18,6 +18,7 @@ from psycopg import conninfo as pg_conninfo
 from rocky_engine.adapters.failure import first_line
 from rocky_engine.config.adapters import PostgresAdapterConfig
 from rocky_engine.errors import AdapterError
+from rocky_engine.redact import MIN_BYTES, known
 
 _DEFAULT_CONNECT_TIMEOUT = 10
 _QUOTED = re.compile(r'"([^"]*)"')
@@ -64,6 +65,10 @@ class Endpoint:
         return f"{self.host}:{self.port}/{self.dbname}"
 
     def mask(self, text: str) -> str:
+        """``text`` without the connection string, the password, or any other secret of the project."""
+        text = known()(text)  # names a secret as the config does (``${PG_DSN}``)
+        if len(self.conninfo) >= MIN_BYTES:  # a conninfo the redactor does not know (PG* variables)
+            text = text.replace(self.conninfo, f"${{adapter.{self.adapter}.dsn}}")
         return text.replace(self.password, "***") if self.password else text
 
     def connect(self) -> psycopg.Connection[tuple[Any, ...]]:

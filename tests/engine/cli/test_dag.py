@@ -138,7 +138,7 @@ def test_dag_document_from_files_alone(project: DuckDBProject) -> None:
     assert clean["description"] == "Orders without test rows. One row per order."  # the leading comment
     assert clean["sql_path"] == "models/staging/orders_clean.sql"
     assert len(clean["sql_hash"]) == 16
-    assert clean["assertions"] == [{"name": "not_null_id", "kind": "not_null", "column": "id",
+    assert clean["assertions"] == [{"name": "not_null:id", "kind": "not_null", "column": "id",
                                     "severity": "error"}]
     assert clean["checks"] == [{"name": "null_rate", "kind": "null_rate", "column": "id",
                                 "severity": "warning"}]
@@ -151,7 +151,7 @@ def test_dag_document_from_files_alone(project: DuckDBProject) -> None:
     assert totals["owners"] == ["team:finance", "ana@example.com"]
     assert totals["tags"] == {"layer": "mart", "pii": "false"}
     # the quality pipeline's assertion on the mart, named with the pipeline that evaluates it
-    assert totals["assertions"] == [{"name": "unique_customer", "kind": "unique", "column": "customer",
+    assert totals["assertions"] == [{"name": "unique:customer", "kind": "unique", "column": "customer",
                                      "severity": "error", "pipeline": "quality"}]
     recent = by_id["transformation:recent"]
     # a view builds no table, so the pipeline's checks never run on it: none are declared

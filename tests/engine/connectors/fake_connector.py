@@ -18,6 +18,8 @@ forking            forks ``workers`` workers (default 2; the first ignores SIGTE
                    that keep writing files into the scratch directory; each writes its pid into the
                    directory ``pids``, then the program writes its own pid to ``marker`` and waits forever
 print_secret       prints ``$SECRET_NAME``'s value (name in ``name``) on stdout and stderr, then ``ok``
+leak_secret        prints ``$NAME``'s value (name in ``name``, a multi-line key) whole and line by line on
+                   stdout and stderr, then reports a file named after its second line, which does not exist
 big_state          a state value of ``size`` bytes
 env                writes its environment, cwd, umask-free scratch mode and rlimits to ``marker`` (JSON)
 schema             one file whose columns come from ``cols`` (``name:type,...``; types int|str|float|big)
@@ -175,6 +177,15 @@ def main() -> int:
         print(f"the secret is {value} (stderr)", file=sys.stderr)
         files, cursor = ok_files(request, o)
         finish(request, files, {"cursor": cursor})
+        return 0
+    if mode == "leak_secret":
+        value = os.environ[o["name"]]
+        print(f"the key is {value}")
+        for line in value.splitlines():
+            print(line)
+            print(f"line: {line}", file=sys.stderr)
+        name = value.splitlines()[1] + ".parquet"
+        finish(request, [{"path": name, "bytes": 10, "rows": 1}], {"cursor": 0})
         return 0
     if mode == "big_state":
         finish(request, [], {"blob": "x" * int(o["size"])})

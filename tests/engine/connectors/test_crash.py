@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
@@ -76,14 +77,18 @@ def test_kill_between_promote_and_commit_loads_the_batch_twice_never_loses_it(cp
     cp.setup("wait_then_ok", f"marker={cp.marker}", f"go={cp.root / 'go'}")
     run = Watched(cp.popen())
     wait_for(cp.marker.exists, what="the program to start")
-    # Hold the state store's writer lock: rocky promotes, then waits for the lock to commit.
-    blocker = StateStore.open(cp.state_path, writer=True)
+    # rocky holds the state writer from before the promote through the commit, so no other writer can
+    # come between them; to stop it there, hold SQLite's write lock on the state file: the commit then
+    # waits (busy_timeout, 5 s) after the promote, and rocky is killed in that window.
+    blocker = sqlite3.connect(cp.state_path, timeout=0)
     try:
+        blocker.execute("BEGIN IMMEDIATE")
         (cp.root / "go").touch()
-        wait_for(lambda: run.saw("to commit the state"), what="rocky to wait for the commit")
-        assert cp.count() == 3  # promoted: the rows are in the table
+        wait_for(lambda: run.saw("committing the state"), what="rocky to promote and start the commit")
         run.kill9()
+        assert cp.count() == 3  # promoted: the rows are in the table
     finally:
+        blocker.rollback()
         blocker.close()
     assert cp.state() is None  # ... but the state did not move
     assert cp.claims()["connector:fake:0"]["state"] == "in_flight"

@@ -82,8 +82,9 @@ def test_a_bounded_wait_ends_in_the_usual_lock_error(wp: WarehouseProject,
     assert result.returncode == 1 and result.stdout == ""
     [error] = result.error_lines
     assert error.startswith(
-        f"error: state store at {wp.state_path} is locked by another process; only one rocky writer can "
-        f"run at a time against the same state file; it was still held by pid {holder.pid} on ")
+        f"error: state store at {wp.state_path} is locked by another process (pid {holder.pid} on ")
+    assert (f"); only one rocky writer can run at a time against the same state file; it was still held by "
+            f"pid {holder.pid} on ") in error
     assert error.endswith("after 0.2 s of waiting")
     assert result.stderr.count("is locked by pid") == 1  # the wait's one log line
     at_once = rocky_in_process(["-c", str(wp.config), "run"])  # no flag: fails at once, as before

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,10 +25,21 @@ ALL_TABLES = {
     "connector_state", "schedule_state", "schedule_claims", "jobs", "metadata",
 }
 
+# the other writer is named from the lock file (pid, command, since when)
 LOCKED = (
-    "state store at {p} is locked by another process; only one rocky writer can run at a time against "
-    "the same state file"
+    "state store at {p} is locked by another process (pid {pid} on {host} ({command}), since {since}); "
+    "only one rocky writer can run at a time against the same state file"
 )
+_HOLDER = re.compile(r"\(pid \d+ on (\S+) \((rocky[a-z ]*)\), since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\)")
+
+
+def _locked(message: str, path: Path, pid: int) -> str:
+    """LOCKED for ``path`` held by ``pid``, with the command and start time the message gives (checked for
+    shape: the command the holder process last ran in process, the time it took the lock)."""
+    found = _HOLDER.search(message)
+    assert found is not None, message
+    assert found.group(1) == socket.gethostname()
+    return LOCKED.format(p=path, pid=pid, host=found.group(1), command=found.group(2), since=found.group(3))
 
 # Holds the writer lock until stdin closes; prints "ready" once it holds it. An optional second argument
 # plays an older engine: the number of migrations it knows.
@@ -153,7 +166,8 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
             [sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True, timeout=60
         )
     assert proc.returncode == 3, proc.stderr
-    assert proc.stdout.strip() == "StateLockedError:" + LOCKED.format(p=path)
+    message = proc.stdout.strip()
+    assert message == "StateLockedError:" + _locked(message, path, os.getpid())
     # released on close: the same process can now be a writer
     proc = subprocess.run(
         [sys.executable, "-c", SECOND_WRITER, str(path)], capture_output=True, text=True, timeout=60
@@ -162,10 +176,10 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
 
 
 def test_writer_held_by_another_process_refuses_us(holder: tuple[Path, subprocess.Popen[str]]) -> None:
-    path, _ = holder
+    path, proc = holder
     with pytest.raises(StateLockedError) as info:
         StateStore.open(path)
-    assert str(info.value) == LOCKED.format(p=path)
+    assert str(info.value) == _locked(str(info.value), path, proc.pid)
     assert info.value.exit_code == 1
 
 
