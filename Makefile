@@ -3,12 +3,14 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+# the reference connector's duckdb CLI + postgres extension (tests/engine/connectors/toolchain.py)
+TOOLS_STAMP := $(VENV)/.installed-test-tools
 PYTEST_ARGS ?=
 # Two pytest-xdist workers: most tests wait on a child process, a server or the disk, so two keep both
 # cores busy (the whole suite passed this way on a machine at load average 20). PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv demo test lint bench test-deps demo-dagster clean
+.PHONY: venv demo test lint bench test-deps demo-dagster clean mutate
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,7 +38,12 @@ demo-dagster: venv
 test: venv test-deps
 	$(BIN)/python -m pytest -q --durations=15 -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-test-deps:
+$(TOOLS_STAMP): $(STAMP) tests/engine/connectors/toolchain.py
+	$(BIN)/python -m tests.engine.connectors.toolchain $(TOOLS_STAMP)
+
+## make test-deps: install once what the tests start (PostgreSQL, Redis, Spark, the connector toolchain);
+## under ROCKY_REQUIRE_SERVICES=1 (CI) anything that cannot be installed fails here with the reason
+test-deps: venv $(TOOLS_STAMP)
 	bash scripts/install-test-deps.sh
 	bash scripts/install-spark.sh $(BIN)/python
 
@@ -50,6 +57,11 @@ bench: venv
 	bash bench/setup_dbt.sh
 	bash bench/setup_peers.sh
 	$(BIN)/python bench/run_bench.py
+
+## make mutate: named mutations of the risky lines, each against its tests, in a temp copy -> bench/mutation.md
+## (not part of CI: a few minutes)
+mutate: venv
+	$(BIN)/python bench/mutate.py
 
 clean:
 	rm -rf $(VENV) .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.redis",
     "tests.fixtures.spark",
+    "tests.fixtures.fsync_spy",
 ]

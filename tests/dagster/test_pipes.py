@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 import textwrap
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 from dagster_rocky import RockyResource
-from rocky_engine.run import runner
 from rocky_engine.run.output import RunOutput
 from rocky_engine.run.pipes_report import report_to_pipes
 
@@ -109,13 +106,6 @@ def test_reporter_is_a_no_op_outside_pipes() -> None:
     assert report_to_pipes(RunOutput(), environ={}) == 0
 
 
-ENGINE_REPORTS = "report_to_pipes" in inspect.getsource(runner)
-
-
-@pytest.mark.skipif(
-    not ENGINE_REPORTS,
-    reason="rocky_engine.run.runner.execute_run does not call report_to_pipes yet (engine-side hook pending)",
-)
 def test_run_pipes_end_to_end_on_the_playground(playground: Path) -> None:
     rocky = RockyResource(config_path=str(playground / "rocky.toml"))
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rocky_engine.connectors import launch
 from rocky_engine.connectors.launch import KILL_GRACE_SECS, LaunchSpec, Redactor, program_env, run_program
 from rocky_engine.connectors.limits import EffectiveLimits
 from tests.engine.connectors.kit import ConnectorProject
@@ -31,11 +32,13 @@ def spec(tmp_path: Path, command: str, wall_time_secs: int = 600) -> LaunchSpec:
 
 
 def test_wall_time_stops_the_program(cp: ConnectorProject) -> None:
-    cp.setup("sleep", f"marker={cp.marker}", extra="[connector.fake.limits]\nwall_time_secs = 1\n")
+    # 3 s, not 1: the program must get as far as writing its marker first, and a cold Python start on a
+    # loaded 2-core machine once took longer than 1 s (the marker was never written).
+    cp.setup("sleep", f"marker={cp.marker}", extra="[connector.fake.limits]\nwall_time_secs = 3\n")
     res = cp.load()
     assert res.returncode == 1
     assert res.connector["error"] == ("all 1 attempt(s) failed; the last one: the program ran past its wall "
-                                      "time of 1 s and was stopped")
+                                      "time of 3 s and was stopped")
     assert "stopping the program (wall time)" in res.stderr
     assert not pid_alive(int(cp.marker.read_text()))
     assert cp.scratch_dirs() == []
@@ -95,7 +98,10 @@ def test_program_that_cannot_start(cp: ConnectorProject) -> None:
     assert "the program could not be started" in res.connector["error"]
 
 
-def test_stop_event_stops_the_group(tmp_path: Path) -> None:
+def test_stop_event_stops_the_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The claim is "SIGTERM was enough": give the group a grace no loaded machine runs out of (the 5 s
+    # default ran out once under load, and the SIGKILL then made this test fail for the wrong reason).
+    monkeypatch.setattr(launch, "KILL_GRACE_SECS", 120.0)
     ready = tmp_path / "ready"
     stop = threading.Event()
     threading.Thread(target=lambda: (wait_for_file(ready), stop.set()), daemon=True).start()

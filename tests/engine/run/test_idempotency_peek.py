@@ -7,6 +7,9 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from rocky_engine.config.sections import IdempotencyConfig
 from rocky_engine.run import idempotency
@@ -17,12 +20,23 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(tmp_path: Path) -> None:
+def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "state.db"
+    looked = threading.Event()
+    real_open = StateStore.open
+
+    def open_spy(*args: Any, **kwargs: Any) -> StateStore:
+        if kwargs.get("writer") is False:
+            looked.set()  # the racer has read the store once and found no entry: it is waiting now
+        return real_open(*args, **kwargs)
+
     with StateStore.open(path, writer=True) as holder:
+        monkeypatch.setattr(StateStore, "open", staticmethod(open_spy))
 
         def claim_late() -> None:
-            time.sleep(0.5)  # the holder is slow to claim (a cold interpreter, a busy disk)
+            assert looked.wait(30)  # the holder is slow to claim (a cold interpreter, a busy disk)
             idempotency.claim(
                 holder.idempotency, "nightly", "run-20261130-000000-000", IdempotencyConfig(), _now()
             )
@@ -30,7 +44,7 @@ def test_a_claim_made_while_the_racer_waits_is_reported_as_in_flight(tmp_path: P
         late = threading.Thread(target=claim_late)
         late.start()
         try:
-            seen = idempotency.peek_while_locked(path, "nightly", IdempotencyConfig(), _now, wait_seconds=5)
+            seen = idempotency.peek_while_locked(path, "nightly", IdempotencyConfig(), _now, wait_seconds=60)
         finally:
             late.join()
     assert seen is not None

@@ -108,6 +108,9 @@ def test_concurrency_never_exceeds_the_sessions(sessions: list[WarehouseSession]
     in_flight = 0
     peak = 0
     used: set[int] = set()
+    # The first three tasks meet before they go on: three sessions must run them at once (a handshake;
+    # an executor that ran fewer at a time would break the barrier, not merely be slower).
+    together = threading.Barrier(3, timeout=30)
 
     def task(name: str, session: WarehouseSession) -> None:
         nonlocal in_flight, peak
@@ -115,7 +118,8 @@ def test_concurrency_never_exceeds_the_sessions(sessions: list[WarehouseSession]
             in_flight += 1
             peak = max(peak, in_flight)
             used.add(id(session))
-        time.sleep(0.02)
+        if name in ("t00", "t01", "t02"):
+            together.wait()
         session.query("SELECT 1")
         with lock:
             in_flight -= 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,30 +22,43 @@ if TYPE_CHECKING:
 SLOW_SQL = "SELECT count(*) AS n, sum(a.range * b.range) AS s FROM range(3000000) a, range(1000000) b"
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _wait_until_running(proc: subprocess.Popen[str], started: Path, models: tuple[str, ...]) -> None:
+    """Handshake: each slow model's ``before_model_run`` hook has fired, and then the process has burnt
+    CPU on the statements (nothing else in the run does), so they are executing, not about to."""
+    deadline = time.monotonic() + 60
+    while not (started.exists() and all(f'"{m}"' in started.read_text() for m in models)):
+        assert proc.poll() is None and time.monotonic() < deadline, "the slow models never started"
+        time.sleep(0.01)
+    base = _cpu_seconds(proc.pid)
+    while _cpu_seconds(proc.pid) - base < 0.2 * len(models):
+        assert proc.poll() is None and time.monotonic() < deadline, "the statements never ran"
+        time.sleep(0.01)
+
+
 def start_and_signal(
-    wp: WarehouseProject, sig: signal.Signals, *args: str
+    wp: WarehouseProject, sig: signal.Signals, *args: str, slow: tuple[str, ...] = ("slow",)
 ) -> tuple[int, dict[str, Any], str]:
-    """Start ``rocky run``, wait until it is building models, send ``sig``; return (exit, JSON, stderr)."""
+    """Start ``rocky run``, wait until the ``slow`` models' statements run, send ``sig``; return (exit,
+    JSON, stderr)."""
+    started = wp.root / "started.jsonl"
+    hook = f"\n[[hook.on_before_model_run]]\ncommand = 'cat >> {started}'\n"
+    wp.config.write_text(wp.config.read_text() + hook)
     proc = wp.popen("run", "--output", "json", *args)
     assert proc.stderr is not None
-    seen: list[str] = []
     try:
-        while True:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            seen.append(line)
-            if "model(s) to build" in line:
-                break
-        time.sleep(0.8)  # let the slow statement get going
-        assert proc.poll() is None, "".join(seen)
+        _wait_until_running(proc, started, slow)
         proc.send_signal(sig)
         stdout, rest = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return proc.returncode, json.loads(stdout), "".join(seen) + rest
+    return proc.returncode, json.loads(stdout), rest
 
 
 @pytest.mark.slow
@@ -97,7 +112,7 @@ def test_interrupt_with_several_statements_in_flight(wp: WarehouseProject) -> No
     wp.model("slow_a", SLOW_SQL)
     wp.model("slow_b", SLOW_SQL)
     t0 = time.monotonic()
-    code, doc, stderr = start_and_signal(wp, signal.SIGINT, "--parallel", "2")
+    code, doc, stderr = start_and_signal(wp, signal.SIGINT, "--parallel", "2", slow=("slow_a", "slow_b"))
     assert time.monotonic() - t0 < 20
     assert code == 130
     assert doc["interrupted"] is True

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, sources, transformation
 
 MODELS = {"a.sql": "select 1 as x\n"}
+REPO = Path(__file__).resolve().parents[3]
 
 
 def spool_of(root: Path) -> Path:
@@ -207,13 +212,42 @@ def test_unreadable_spool_exits_1_even_when_runs_succeed(tmp_path: Path) -> None
     assert out.wire()["errors"] == out.errors
 
 
+_LIST_AS_NOBODY = """
+import sys
+from pathlib import Path
+import rocky_engine
+from rocky_engine.schedule.spool import list_demands
+print(rocky_engine.__file__)
+listing = list_demands(Path(sys.argv[1]))
+print(listing.errors[0] if listing.errors else "readable: " + repr(listing.demands))
+"""
+
+
 def test_spool_unreadable_by_permissions(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads through permission bits; the dangling-symlink test covers unreadable spools")
-    spool = spool_of(tmp_path)
-    write_demand(spool, pipeline="orders", body=b"", delivery_id=None, now=T0)
-    spool.chmod(0)
+    # Root reads through permission bits, and the suite runs as root: the reader drops to nobody.
+    root = Path(tempfile.mkdtemp(prefix="rocky-spool-perm-"))
     try:
-        assert "Permission denied" in list_demands(spool).errors[0]
+        root.chmod(0o755)  # nobody must reach the spool to be refused by its own mode
+        spool = spool_of(root)
+        write_demand(spool, pipeline="orders", body=b"", delivery_id=None, now=T0)
+        spool.parent.chmod(0o755)
+        spool.chmod(0)
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            assert setpriv is not None, "util-linux setpriv is needed to drop root"
+            proc = subprocess.run(
+                [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+                 _LIST_AS_NOBODY, str(spool)],
+                capture_output=True, text=True, timeout=60, check=False,
+                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+            assert proc.returncode == 0, proc.stderr
+            imported, error = proc.stdout.strip().splitlines()
+            # this tree's code, not another copy nobody happens to be able to read
+            assert Path(imported).is_relative_to(REPO), imported
+        else:
+            error = list_demands(spool).errors[0]
+        assert error.startswith(f"cannot read the webhook spool {spool}:") and "Permission denied" in error
     finally:
-        spool.chmod(0o755)
+        (root / ".rocky" / "pending-demands").chmod(0o755)
+        shutil.rmtree(root, ignore_errors=True)

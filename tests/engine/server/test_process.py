@@ -41,6 +41,31 @@ def _ticked(client: httpx.Client) -> bool:
     return "last_tick" in client.get("/api/v1/schedule").json()["scheduler"]
 
 
+def _more_ticks(client: httpx.Client, count: int) -> None:
+    """Handshake: ``count`` more scheduler ticks have been recorded since now."""
+    def at() -> str:
+        return str(client.get("/api/v1/schedule").json()["scheduler"].get("last_tick", {}).get("at"))
+
+    seen = {at()}
+    wait_for(lambda: seen.add(at()) or len(seen) > count, 60, what=f"{count} more ticks")
+
+
+def _draining(srv: Any) -> bool:
+    return "draining (no new work" in srv.log()
+
+
+def _server_read_everything(sock: socket.socket) -> bool:
+    """The server's end of ``sock`` has nothing left in its receive queue (it read what we sent), from
+    the kernel's table of TCP sockets."""
+    ours = f"{sock.getsockname()[1]:04X}"
+    server = f"{sock.getpeername()[1]:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(f":{server}") and fields[2].endswith(f":{ours}"):
+            return int(fields[4].split(":")[1], 16) == 0
+    return False
+
+
 def _jobs(client: httpx.Client, kind: str) -> list[dict[str, Any]]:
     return [j for j in client.get("/api/v1/jobs").json()["jobs"] if j["kind"] == kind]
 
@@ -62,7 +87,7 @@ def test_kill_9_between_the_202_and_the_tick_then_restart_runs_the_demand_once(t
     with serving(tmp_path, *again, env=SIGNED, name="second") as second, second.client() as c:
         wait_for(lambda: runs_in_store(config), 60, what="the webhook run")
         redelivered = c.post(HOOK, content=body, headers={**sign(body), "X-Rocky-Delivery": "evt-crash"})
-        time.sleep(1.5)  # several more ticks: nothing left to run
+        _more_ticks(c, 3)  # several more ticks: nothing left to run
         [job] = _jobs(c, "webhook")
     [run] = runs_in_store(config)
     assert run.trigger == "Webhook" and run.status == "Success" and run.submission_id == job["job_id"]
@@ -170,7 +195,7 @@ def test_a_second_signal_cuts_the_drain_window_short(tmp_path: Path) -> None:
         wait_for(lambda: c.get(f"/api/v1/jobs/{job_id}").json().get("pid"), 20, what="the child")
         t0 = time.monotonic()
         srv.signal(signal.SIGTERM)
-        time.sleep(0.3)
+        wait_for(lambda: _draining(srv), 30, what="the drain")  # the first signal was handled
         srv.signal(signal.SIGTERM)
         assert srv.wait(60) == 0
         assert time.monotonic() - t0 < 20
@@ -187,9 +212,9 @@ def test_an_in_flight_request_completes_during_the_drain(tmp_path: Path) -> None
             head = (f"POST {HOOK} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
                     "Content-Type: application/json\r\n\r\n").encode()
             sock.sendall(head + body[:5])
-            time.sleep(0.3)
+            wait_for(lambda: _server_read_everything(sock), 30, what="the server to read the head")
             srv.signal(signal.SIGTERM)  # the request is half received
-            time.sleep(0.3)
+            wait_for(lambda: _draining(srv), 30, what="the drain")
             sock.sendall(body[5:])
             chunks = []
             while chunk := sock.recv(65536):  # "connection: close": read to the end
@@ -220,7 +245,8 @@ def test_two_servers_on_one_project_never_tick_at_the_same_time(tmp_path: Path) 
         for i, client in enumerate([ca, cb, ca]):
             assert client.post(HOOK, content=f"{i}".encode()).json()["demand"] == "accepted"
         wait_for(lambda: len(runs_in_store(config)) >= 4 and not spool_files(tmp_path), 120, what="four runs")
-        time.sleep(1.5)
+        for client in (ca, cb):
+            _more_ticks(client, 2)  # each server's view of the runs is settled
         metrics = ca.get("/metrics").text + cb.get("/metrics").text
         jobs = _jobs(ca, "webhook") + _jobs(ca, "schedule")
         for job in jobs:

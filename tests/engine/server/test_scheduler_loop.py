@@ -3,7 +3,7 @@ recorded as jobs, metrics counted."""
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 
 from rocky_engine.project import load_project
@@ -25,15 +25,31 @@ from tests.engine.server.kit import (
 FRESHNESS = '\n[freshness]\nexpected_lag_seconds = 3600\n' + transformation("orders", "freshness = true")
 
 
+class _PolledEvent(threading.Event):
+    """The server's ``started`` event, counting how often the loop has polled it (a handshake: the loop
+    has been waiting on it, rather than the test waiting some time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = threading.Semaphore(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        result = super().wait(timeout)
+        self.polls.release()
+        return result
+
+
 def test_the_first_tick_waits_until_the_server_is_up(tmp_path: Path) -> None:
     config = simple_project(tmp_path, FRESHNESS)
     settings = ServerSettings(config_path=config, scheduler=True, poll_interval_seconds=0.05,
                               child_env=child_env())
     ctx = build_context(settings, load_project(config, env={}))
+    ctx.started = started = _PolledEvent()
     loop = SchedulerLoop(ctx)
     loop.start()
     try:
-        time.sleep(0.4)
+        for _ in range(3):  # three polls of an unset event: the loop is holding back, not slow to start
+            assert started.polls.acquire(timeout=30), "the loop never waited for the server"
         assert ctx.last_tick.at is None and runs_in_store(config) == []
         assert not (tmp_path / ".rocky" / "tick.lock").exists()
         ctx.started.set()

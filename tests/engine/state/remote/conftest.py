@@ -185,25 +185,28 @@ class Machine:
 
 BARRIER = """\
 import pathlib, sys, time
-d, me, other, delay = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+d, me, other = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 (d / me).touch()
 deadline = time.monotonic() + 60
 while not (d / other).exists():
     if time.monotonic() > deadline:
-        sys.exit("barrier: the other machine never arrived")
+        sys.exit(f"barrier: {other} never happened")
     time.sleep(0.02)
-time.sleep(delay)
 """
 
 
-def barrier_hook(directory: Path, me: str, other: str, delay: float) -> str:
-    """A ``pipeline_start`` hook that waits until the other machine's run has started too, then ``delay``
-    seconds more; both runs have downloaded the remote state by then."""
+def barrier_hook(directory: Path, me: str, wait_for: str, *, done: str | None = None) -> str:
+    """Hooks that order two machines on events, not on time: ``pipeline_start`` marks ``me`` and waits
+    for the marker ``wait_for``; with ``done``, ``pipeline_complete`` (which fires after the run's state
+    upload) marks ``done``. A run's remote state is downloaded before its ``pipeline_start``."""
     script = directory / "barrier.py"
     if not script.exists():
         script.write_text(BARRIER)
-    command = f"{sys.executable} {script} {directory} {me} {other} {delay}"
-    return f"[[hook.on_pipeline_start]]\ncommand = '{command}'\ntimeout_ms = 90000\non_failure = \"abort\"\n"
+    command = f"{sys.executable} {script} {directory} {me} {wait_for}"
+    hooks = f"[[hook.on_pipeline_start]]\ncommand = '{command}'\ntimeout_ms = 90000\non_failure = \"abort\"\n"
+    if done is not None:
+        hooks += f"[[hook.on_pipeline_complete]]\ncommand = 'touch {directory / done}'\n"
+    return hooks
 
 
 def aws_env(extra: dict[str, str] | None = None) -> dict[str, str]:

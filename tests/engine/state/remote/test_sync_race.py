@@ -1,8 +1,9 @@
 """Two machines, one remote: what an overlap does under each concurrency_control (deployment contract,
 "When two processes overlap"), with real ``rocky run`` processes on separate state directories.
 
-Both runs download the same generation (a pipeline_start hook holds each run until the other has started);
-machine b then waits a little longer, so a uploads first and b second.
+Both runs download the same generation (a's pipeline_start hook holds it until b's run has started, so b
+has downloaded too); b's pipeline_start hook then holds b until a's pipeline_complete, which fires after
+a's upload: a uploads first and b second, ordered on events, never on time.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _overlap(
     barrier.mkdir()
     a, b = machines("a"), machines("b")
     state = remote.state_toml(concurrency_control=mode)
-    a.write(state, barrier_hook(barrier, "a", "b", 0) + _errors_hook(a))
-    b.write(state, barrier_hook(barrier, "b", "a", 1.5) + _errors_hook(b))
+    a.write(state, barrier_hook(barrier, "a", "b", done="a-uploaded") + _errors_hook(a))
+    b.write(state, barrier_hook(barrier, "b", "a-uploaded") + _errors_hook(b))
     a.seed(A_TS.replace("T", " "))
     b.seed(B_TS.replace("T", " "))
     pa, pb = a.popen("run", "-o", "json"), b.popen("run", "-o", "json")
