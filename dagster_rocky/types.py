@@ -32,7 +32,13 @@ from rocky_engine.wire.discover import (
     TableInfo,
 )
 from rocky_engine.wire.doctor import DoctorCheck, DoctorResult
-from rocky_engine.wire.history import HistoryResult, HistoryRun
+from rocky_engine.wire.history import (
+    HistoryResult,
+    HistoryRun,
+    HistoryRunModel,
+    ModelExecutionRow,
+    ModelHistoryResult,
+)
 from rocky_engine.wire.run import (
     AnomalyInfo,
     ContainedInfo,
@@ -69,8 +75,11 @@ __all__ = [
     "FreshnessCheckConfig",
     "HistoryResult",
     "HistoryRun",
+    "HistoryRunModel",
     "MaterializationInfo",
     "MaterializationMetadata",
+    "ModelExecutionRow",
+    "ModelHistoryResult",
     "NullRateCheck",
     "PermissionsInfo",
     "RowCountCheck",

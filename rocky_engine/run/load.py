@@ -177,7 +177,9 @@ def execute_load(
             hint=f"set catalog = \"{catalog}\" (a DuckDB catalog is the file stem of its path)",
         )
     files = discover_files(pipeline, source_dir)
-    out = LoadOutput(pipeline=name)
+    formats = {f.format for f in files}
+    out = LoadOutput(pipeline=name, source_dir=str(source_dir),
+                     format=pipeline.format or (formats.pop() if len(formats) == 1 else "mixed" if formats else ""))
     on_newer: OnNewer = "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
     from rocky_engine.state.remote.sync import open_synced_store
 
@@ -214,16 +216,20 @@ def _load_all(
     for file in files:
         if stopped():
             break
+        full = f"{target.catalog}.{target.schema_}.{file.table}" if target.catalog else f"{target.schema_}.{file.table}"
+        t0 = time.perf_counter()
         try:
             rows = load_file(adapter, pipeline, file, file.table in existing)
         except RockyError as exc:
             message = exc.message if isinstance(exc, AdapterError) else str(exc)
             log.error("loading %s into %s failed: %s", file.display, file.table, message)
-            out.add(LoadedFile(path=file.display, table=file.table, error=message))
+            out.add(LoadedFile(path=file.display, table=file.table, target=full, error=message,
+                               duration_ms=int((time.perf_counter() - t0) * 1000)))
             continue
         existing.add(file.table)
         log.info("loaded %s into %s: %d rows", file.display, file.table, rows)
-        out.add(LoadedFile(path=file.display, table=file.table, rows=rows, bytes=file.size))
+        out.add(LoadedFile(path=file.display, table=file.table, target=full, rows=rows, bytes=file.size,
+                           duration_ms=int((time.perf_counter() - t0) * 1000)))
 
 
 def _record_loaded(

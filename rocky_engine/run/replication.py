@@ -325,8 +325,8 @@ class ReplicationRunner:
             )
             if item.drift is not None:
                 for step in item.drift.steps:
-                    out.drift.actions_taken.append(DriftAction(table=plan.key, action=step.action,
-                                                               reason=step.reason))
+                    out.drift.actions_taken.append(DriftAction(asset_key=list(plan.asset_key), table=plan.key,
+                                                               action=step.action, reason=step.reason))
             if copied.checks is not None:
                 out.check_results.append(copied.checks.result)
                 out.anomalies.extend(copied.checks.anomalies)
