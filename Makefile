@@ -33,9 +33,10 @@ demo-dagster: venv
 test: venv test-deps
 	$(BIN)/python -m pytest -q --durations=15 $(PYTEST_ARGS)
 
-test-deps:
+test-deps: venv
 	bash scripts/install-test-deps.sh
 	bash scripts/install-spark.sh $(BIN)/python
+	bash scripts/setup-published-client.sh $(VENV) .venv-published
 
 lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
@@ -48,4 +49,4 @@ bench: venv
 	$(BIN)/python bench/run_bench.py
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work
+	rm -rf $(VENV) .venv-published .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

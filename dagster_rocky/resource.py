@@ -139,7 +139,9 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @overload
     def history(self, model: str, since: str | None = None) -> ModelHistoryResult: ...
 
-    def history(self, model: str | None = None, since: str | None = None) -> HistoryResult | ModelHistoryResult:
+    def history(
+        self, model: str | None = None, since: str | None = None
+    ) -> HistoryResult | ModelHistoryResult:
         """``rocky history``: the newest runs recorded in the state store; with ``model``, that model's
         newest executions (``rocky history --model``, a document of its own)."""
         args = ["history"] + (["--model", model] if model else []) + (["--since", since] if since else [])

@@ -417,7 +417,9 @@ def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> V
             AdapterSummary(name=n, adapter_type=a.type, ok=not _about(failed, f"adapter.{n}"))
             for n, a in cfg.adapters.items()
         ],
-        pipelines=[pipeline_summary(n, p, ok=not _about(failed, f"pipeline.{n}")) for n, p in cfg.pipelines.items()],
+        pipelines=[
+            pipeline_summary(n, p, ok=not _about(failed, f"pipeline.{n}")) for n, p in cfg.pipelines.items()
+        ],
         models=ModelsSummary(
             count=model_count,
             found=any(models_base_dir(p.models, cfg.root).is_dir() for p in cfg.pipelines.values()

@@ -68,7 +68,8 @@ def hooks_list(config: RockyConfig) -> HooksListOutput:
         for event in HOOK_EVENTS
         for i, h in enumerate(config.hook.commands.get(event, []))
     ]
-    return HooksListOutput(total=len(hooks), hooks=hooks, warnings=[w for w in config.warnings if "[hook" in w])
+    warnings = [w for w in config.warnings if "[hook" in w]
+    return HooksListOutput(total=len(hooks), hooks=hooks, warnings=warnings)
 
 
 def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = None) -> HooksTestOutput:

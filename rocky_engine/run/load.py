@@ -177,9 +177,9 @@ def execute_load(
             hint=f"set catalog = \"{catalog}\" (a DuckDB catalog is the file stem of its path)",
         )
     files = discover_files(pipeline, source_dir)
-    formats = {f.format for f in files}
-    out = LoadOutput(pipeline=name, source_dir=str(source_dir),
-                     format=pipeline.format or (formats.pop() if len(formats) == 1 else "mixed" if formats else ""))
+    formats = sorted({f.format for f in files})
+    fmt = pipeline.format or (formats[0] if len(formats) == 1 else "mixed" if formats else "")
+    out = LoadOutput(pipeline=name, source_dir=str(source_dir), format=fmt)
     on_newer: OnNewer = "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
     from rocky_engine.state.remote.sync import open_synced_store
 
@@ -216,7 +216,7 @@ def _load_all(
     for file in files:
         if stopped():
             break
-        full = f"{target.catalog}.{target.schema_}.{file.table}" if target.catalog else f"{target.schema_}.{file.table}"
+        full = ".".join(p for p in (target.catalog, target.schema_, file.table) if p)
         t0 = time.perf_counter()
         try:
             rows = load_file(adapter, pipeline, file, file.table in existing)

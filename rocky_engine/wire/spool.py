@@ -103,8 +103,9 @@ class SpoolResult(WireModel):
         """The listing of ``demands`` (oldest first) in ``spool``, in both shapes."""
         pending = [
             SpoolPending(
-                demand_uid=d.demand_uid, pipeline=d.pipeline, received_at=d.accepted_at, body_hash=d.body_sha256,
-                kind="id" if d.delivery_id else "body", token=d.delivery_id or d.body_sha256,
+                demand_uid=d.demand_uid, pipeline=d.pipeline, received_at=d.accepted_at,
+                body_hash=d.body_sha256, kind="id" if d.delivery_id else "body",
+                token=d.delivery_id or d.body_sha256,
             )
             for d in demands
         ]

@@ -27,7 +27,9 @@ class WatermarksResult(WireModel):
     """``{version, command: "state", schema_version_supported, schema_version_on_disk?, watermarks: [{key,
     table, value, last_value, updated_at}]}``."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "schema_version_supported", "watermarks"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "command", "schema_version_supported", "watermarks"}
+    )
 
     version: str = __version__
     command: Literal["state"] = "state"
