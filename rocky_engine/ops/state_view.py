@@ -34,4 +34,5 @@ def build_watermarks(store: StateStore) -> WatermarksOutput:
         for w in store.watermarks.all()
     ]
     return WatermarksOutput(watermarks=rows, schema_version_supported=SCHEMA_VERSION,
-                            schema_version_on_disk=store.schema_version)
+                            # a reader of a missing file is an empty in-memory store: nothing is on disk
+                            schema_version_on_disk=store.schema_version if store.path.exists() else None)
