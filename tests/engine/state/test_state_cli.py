@@ -27,7 +27,8 @@ def doc(proc: Cli) -> dict[str, Any]:
 
 def test_empty_project_lists_no_watermarks(tmp_path: Path) -> None:
     assert doc(rocky(tmp_path, "state")) == {
-        "version": __version__, "command": "state", "schema_version_supported": SCHEMA_VERSION, "watermarks": [],
+        "version": __version__, "command": "state", "schema_version_supported": SCHEMA_VERSION,
+        "watermarks": [],
     }
     assert not (tmp_path / ".rocky-state.db").exists()
 

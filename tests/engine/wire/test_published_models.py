@@ -171,8 +171,16 @@ def _hooks_test(doc: dict[str, Any]) -> None:
 
 
 def _brief(doc: dict[str, Any]) -> None:
-    assert doc["runs"]["total"] > 5 and doc["runs"]["failed"] >= 2
+    runs = doc["runs"]
+    assert runs["total"] > 5 and runs["failed"] >= 2 and runs["partial_failure"] == runs["partial"] == 1
+    assert {r["status"] for r in runs["attention"]} == {"PartialFailure", "Failure"}
+    assert doc["since_mode"] == "7d" and doc["since_timestamp"] == doc["since"]
+    assert doc["cost"]["run_count"] == runs["total"] and doc["cost"]["total_duration_ms"] > 0
+    [event] = doc["drift"]["events"]
+    assert event["change"] == "wh.stg__shop.orders: add_column (column 'note' (VARCHAR) is new in the source)"
+    assert event["timestamp"]
     assert doc["quality"]["checks_failed"] >= 1
+    assert doc["scheduler"]["scheduled_pipelines"] == 3 and doc["scheduler"]["incident_count"] >= 1
 
 
 def _discover(doc: dict[str, Any]) -> None:
