@@ -123,7 +123,7 @@ def build_brief(
             generated_at=rfc3339(moment),
             since=rfc3339(since),
             window=label,
-            since_mode=label if label in SINCE_MODES else None,
+            since_mode=SINCE_MODES.get(label),
             runs=runs_section(runs),
             drift=drift_section(runs),
             freshness=freshness_section(project, store, moment),
@@ -153,7 +153,7 @@ def advance_cursor(project: Project, moment: datetime, store_path: Any = None) -
 def _unavailable(now: datetime, since: datetime, label: str, reason: str) -> BriefOutput:
     return BriefOutput(
         generated_at=rfc3339(now), since=rfc3339(since), window=label,
-        since_mode=label if label in SINCE_MODES else None,
+        since_mode=SINCE_MODES.get(label),
         cost=CostSection(availability="unavailable", note=reason),
         runs=RunsSection(availability="unavailable", reason=reason),
         drift=DriftSection(availability="unavailable", reason=reason),

@@ -238,8 +238,9 @@ class EscalationsSection(LedgerSection):
     ranking: str = ""
 
 
+SinceMode = Literal["last", "24h", "7d"]
 #: the windows the published client names (``since_mode``); another span is written in ``window`` only
-SINCE_MODES = frozenset({"last", "24h", "7d"})
+SINCE_MODES: dict[str, SinceMode] = {"last": "last", "24h": "24h", "7d": "7d"}
 
 
 class BriefResult(WireModel):
@@ -258,7 +259,7 @@ class BriefResult(WireModel):
     #: what was asked: "last", "24h", "7d", ...
     window: str
     #: ``window`` when it is one the published client names (``last``, ``24h``, ``7d``)
-    since_mode: Literal["last", "24h", "7d"] | None = None
+    since_mode: SinceMode | None = None
     runs: RunsSection
     drift: DriftSection
     freshness: FreshnessSection
