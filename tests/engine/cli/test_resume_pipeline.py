@@ -66,13 +66,15 @@ def test_resume_latest_runs_the_pipeline_whose_run_recorded_progress_last(tmp_pa
     code, resumed, err = _rocky(project, "run", "--resume-latest")
     assert code == 0, err
     assert resumed["resumed_from"] == first["run_id"] and resumed["tables_skipped"] == 1
-    assert [m["metadata"]["target_table_full_name"] for m in resumed["materializations"]] == ["wh.stg_east__shop.b"]
+    tables = [m["metadata"]["target_table_full_name"] for m in resumed["materializations"]]
+    assert tables == ["wh.stg_east__shop.b"]
     # --resume RUN_ID: the pipeline of that run (west ran last, the east run is named)
-    code, west, err = _rocky(project, "run", "--pipeline", "west")
+    code, _, err = _rocky(project, "run", "--pipeline", "west")
     assert code == 0, err
     code, again, err = _rocky(project, "run", "--resume", first["run_id"])
-    assert code == 0 and again["pipeline_type"] == "replication" and again["resumed_from"] == first["run_id"], err
-    assert {m["metadata"]["target_table_full_name"] for m in again["materializations"]} == {"wh.stg_east__shop.b"}
+    assert code == 0 and again["resumed_from"] == first["run_id"], err
+    tables = [m["metadata"]["target_table_full_name"] for m in again["materializations"]]
+    assert tables == ["wh.stg_east__shop.b"]
 
 
 def test_without_progress_the_refusal_names_the_pipelines(tmp_path: Path) -> None:
