@@ -20,7 +20,7 @@ def test_incremental_first_and_second_pass(rp: ReplicationProject) -> None:
     assert orders.rows_copied == 100
     assert orders.metadata.strategy == "incremental"
     assert orders.metadata.target_table_full_name == "wh.stg__orders.orders"
-    assert orders.metadata.watermark == "2026-01-01T00:01:39"
+    assert orders.metadata.watermark == "2026-01-01T00:01:39Z"  # the stored value, in UTC with Z
     assert orders.metadata.column_count == 3
     assert first.permissions.schemas_created == 2
     assert rp.watermark("wh.stg__orders.orders") == "2026-01-01T00:01:39"
