@@ -81,7 +81,8 @@ def test_incremental_inserts_only_new_rows_and_records_watermark(wp: WarehousePr
     state = wp.cli("state", "--output", "json")
     assert state.returncode == 0, state.stderr
     [wm] = state.json["watermarks"]
-    assert (wm["key"], wm["value"]) == ("wh.main.events", "2026-01-01T07:00:00Z")  # as the run wrote it: UTC, Z
+    # the run stores the watermark as it writes it: UTC with Z
+    assert (wm["key"], wm["value"]) == ("wh.main.events", "2026-01-01T07:00:00Z")
 
 
 def test_incremental_with_trailing_comment_and_semicolon(wp: WarehouseProject) -> None:
