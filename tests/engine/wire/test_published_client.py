@@ -114,7 +114,7 @@ def test_run_model(seen: dict[str, Any]) -> None:
 
 def test_history_both_shapes(seen: dict[str, Any]) -> None:
     history = seen["history"]
-    assert history["count"] == 3 == len(history["runs"])
+    assert history["count"] == 3 == len(history["runs"]), history
     assert [r["status"] for r in history["runs"]] == ["Success"] * 3
     assert [r["models"] for r in history["runs"]] == [
         ["stg_customers"],
