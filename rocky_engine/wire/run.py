@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, field_validator
 from rocky_engine import __version__
 from rocky_engine.wire.base import WireModel, timestamp_text
 from rocky_engine.wire.checks import TableCheckResult
+from rocky_engine.wire.discover import ExcludedTable
 
 RunStatus = Literal["Success", "PartialFailure", "Failure", "SkippedIdempotent", "SkippedInFlight"]
 #: statuses that mean nothing needed doing (a run with the same idempotency key was handled)
@@ -157,7 +158,7 @@ class RunResult(WireModel):
     idempotency_key: str | None = None
     skipped_by_run_id: str | None = None
     errors: list[TableError] = Field(default_factory=list)
-    excluded_tables: list[str] = Field(default_factory=list)
+    excluded_tables: list[ExcludedTable] = Field(default_factory=list)
     anomalies: list[AnomalyInfo] = Field(default_factory=list)
     contained: list[ContainedInfo] = Field(default_factory=list)
     #: an error-severity check failed with ``fail_on_error`` (exit 2 after a replication or transformation
