@@ -179,7 +179,7 @@ def bench_load(work: Path, files: list[dict[str, object]], rounds: int) -> tuple
 
 def bench_empty(work: Path, rounds: int) -> tuple[list[float], list[float], list[float]]:
     from rocky_engine import logs
-    from rocky_engine.connectors.runner import execute_connector_load
+    from rocky_engine.connectors.connector_run import execute_connector_load
     from rocky_engine.project import load_project
 
     logs.configure(json_lines=False, level=40)

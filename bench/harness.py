@@ -42,6 +42,8 @@ class Sample:
     wall_s: float
     maxrss_kib: int
     returncode: int
+    #: user + system CPU seconds of the child: what the wall time would be on an idle machine, roughly
+    cpu_s: float = 0.0
 
 
 @dataclass
@@ -103,7 +105,8 @@ def measure(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         for f in (out, err):
             if not isinstance(f, int):
                 f.close()
-    return Sample(config, rnd, wall, int(usage.ru_maxrss), proc.returncode)
+    return Sample(config, rnd, wall, int(usage.ru_maxrss), proc.returncode,
+                  usage.ru_utime + usage.ru_stime)
 
 
 def _child(argv: list[str], what: str, env: dict[str, str] | None = None) -> str:

@@ -79,7 +79,7 @@ def _check(config: Config, source: Source, phase: str, rc: int, out: Path, err: 
         raise BenchError(f"{config.name} {phase} pass hung: killed after {PASS_TIMEOUT_S} s ({err})")
     if rc != 0:
         raise BenchError(f"{config.name} {phase} pass exited {rc}: {_tail(err)} {_tail(out)}")
-    if config.name != "rocky":
+    if config.kind != "rocky":
         return
     try:
         doc = json.loads(out.read_text())
@@ -107,7 +107,7 @@ def run_variant(variant: str, configs: list[Config], rounds: int, server: Source
     for rnd in range(rounds):
         for config in configs:
             passes = results[config.name]
-            if passes.failures and config.name != "rocky":
+            if passes.failures and config.kind != "rocky":
                 continue  # a peer that broke once is not timed again
             work = work_dir / variant / config.name
             fresh(work)
@@ -132,7 +132,7 @@ def run_variant(variant: str, configs: list[Config], rounds: int, server: Source
                     log(f"{variant} round {rnd + 1}/{rounds} {config.name} {phase}: {sample.wall_s:.2f}s "
                         f"{sample.maxrss_kib / 1024:.0f}MB, verified")
             except BenchError as exc:
-                if config.name == "rocky":
+                if config.kind == "rocky":
                     raise
                 passes.failures.append(str(exc))
                 log(f"{variant} {config.name}: FAILED: {exc}")

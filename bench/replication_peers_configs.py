@@ -6,7 +6,8 @@ and environment for one pass. Three kinds:
 
 - `rocky`: `rocky run` of a replication pipeline written the way a user writes it (a postgres source
   adapter with `password = "${PGPASSWORD}"`, a duckdb target adapter, schema pattern `src__{source}`,
-  `strategy = "incremental"` on `updated_at`), targets `stg__<source>.<table>`;
+  `strategy = "incremental"` on `updated_at`), targets `stg__<source>.<table>`; `rocky-p2` the same with
+  `parallel_reads = 2` in `[source]` (two concurrent COPY range streams on `updated_at`);
 - peers: dlt (connectorx and pyarrow backends) and Sling, each configured as its documentation shows, targets
   `stg_<variant>.<name>`;
 - direct paths (`replication_peers_direct.py`): one reader, one CREATE TABLE AS / INSERT, no framework.
@@ -46,6 +47,7 @@ class Config:
 
 CONFIGS = {c.name: c for c in (
     Config("rocky", "rocky", "**rocky** (replication pipeline, postgres source, duckdb target)"),
+    Config("rocky-p2", "rocky", "rocky with `parallel_reads = 2` (two COPY range streams on `updated_at`)"),
     Config("dlt-connectorx", "peer", "dlt 1.31 (`sql_table`, connectorx backend)"),
     Config("dlt-pyarrow", "peer", "dlt 1.31 (`sql_table`, pyarrow backend)"),
     Config("sling", "peer", "Sling 1.4.11 (DuckDB target through the duckdb 1.5.5 CLI)"),
@@ -67,6 +69,10 @@ DEFAULT = {
 #: direct modes run by the DuckDB 1.5.5 venv (the postgres extension) or the project's venv (psycopg)
 _DIRECT_PYTHON = {"pgscan": DUCKDB15_VENV / "bin" / "python", "copy-csv": ROOT / ".venv" / "bin" / "python"}
 
+#: `[pipeline.NAME.source]` lines of a rocky variant (rocky-p2: the parallel range reads of phase 2, which
+#: `auto` leaves off on fewer than 4 cores; measured to say whether they pay on this machine)
+_ROCKY_SOURCE_EXTRA = {"rocky-p2": "parallel_reads = 2\n"}
+
 ROCKY_TOML = """\
 [adapter.source]
 type = "postgres"
@@ -87,7 +93,7 @@ timestamp_column = "updated_at"
 
 [pipeline.{pipeline}.source]
 adapter = "source"
-
+{source_extra}
 [pipeline.{pipeline}.source.schema_pattern]
 prefix = "src"
 separator = "__"
@@ -122,11 +128,12 @@ def write_project(config: Config, source: Source, server: SourceServer, pipeline
     work.mkdir(parents=True, exist_ok=True)
     pairs = [[t, config.target(t), select_list()] for t in source.tables]
     (work / "pairs.json").write_text(json.dumps(pairs))
-    if config.name == "rocky":
+    if config.kind == "rocky":
         s = server.server
+        extra = _ROCKY_SOURCE_EXTRA.get(config.name, "")
         (work / "rocky.toml").write_text(ROCKY_TOML.format(host=s.host, port=s.port, user=s.user,
                                                            dbname=source.dbname, db=DB_FILE,
-                                                           pipeline=pipeline))
+                                                           pipeline=pipeline, source_extra=extra))
     elif config.name == "sling":
         streams = "".join(f"  {t}:\n    object: {config.target(t)}\n" for t in source.tables)
         (work / "replication.yaml").write_text(
@@ -139,7 +146,7 @@ def command(config: Config, source: Source, server: SourceServer, pipeline: str,
     env = child_env()
     uri = server.uri(source.dbname)
     db = str(work / DB_FILE)
-    if config.name == "rocky":
+    if config.kind == "rocky":
         env["PGPASSWORD"] = server.password
         argv = [str(ROCKY), "-c", str(work / "rocky.toml"), "run", "--pipeline", pipeline, "--output", "json"]
     elif config.name.startswith("dlt-"):
@@ -160,7 +167,7 @@ def command(config: Config, source: Source, server: SourceServer, pipeline: str,
 
 def missing_tools(names: set[str]) -> list[str]:
     """The installed programs the named configurations need that are not there."""
-    need = {ROCKY} if "rocky" in names else set()
+    need = {ROCKY} if names & {"rocky", "rocky-p2"} else set()
     if names & {"dlt-connectorx", "dlt-pyarrow", "cx", "cx-stream", "cx-p2", "cx-p4", "adbc", "adbc-p2"}:
         need.add(BENCH_VENV / "bin" / "python")
     if "sling" in names:

@@ -25,9 +25,10 @@ SCRIPTS = {
     "connector": "connector_bench.py",
     "server": "server_bench.py",
     "replication-peers": "replication_peers_bench.py",
+    "dag": "dag_bench.py",
 }
 #: the scripts that take --rounds (server_bench counts requests instead)
-TAKES_ROUNDS = ("dagster", "tick", "connector", "replication-peers")
+TAKES_ROUNDS = ("dagster", "tick", "connector", "replication-peers", "dag")
 _OPS = {"<=": float.__le__, "<": float.__lt__, ">=": float.__ge__, ">": float.__gt__}
 
 

@@ -2,8 +2,9 @@
 
 The engine may start children of its own (hooks, connectors), so a timeout kills the whole process group,
 not just the direct child: SIGTERM first (the engine records an interrupted run), SIGKILL after a grace
-period. stderr lines are handed to a callback on the calling thread (Dagster's step logger is not meant to
-be driven from foreign threads), stdout is collected whole for the JSON document.
+period. stderr lines are yielded (``stream_cli``) or handed to a callback (``run_cli``) on the calling thread
+as they are read (Dagster's step logger is not meant to be driven from foreign threads, and a multi-asset
+yields its events from its own thread); stdout is collected whole for the JSON document.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -77,6 +78,38 @@ def run_cli(
     Raises:
         FileNotFoundError / PermissionError: the binary cannot be started (the caller words the error).
     """
+    lines = stream_cli(
+        args, timeout_seconds=timeout_seconds, env=env, cwd=cwd, kill_grace_seconds=kill_grace_seconds
+    )
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration as done:
+            outcome: CliOutcome = done.value
+            return outcome
+        if on_stderr_line is not None:
+            try:
+                on_stderr_line(line)
+            except Exception:  # a logging problem must never break the run it reports on
+                pass
+
+
+def stream_cli(
+    args: Sequence[str],
+    *,
+    timeout_seconds: float | None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    kill_grace_seconds: float | None = None,
+) -> Generator[str, None, CliOutcome]:
+    """Run ``args``, yielding each stderr line the moment it is read; the generator returns the outcome.
+
+    Lines are yielded on the caller's thread. A consumer that stops iterating early (``close()``, an
+    exception in the step) terminates the child's process group, so no engine outlives its step.
+
+    Raises:
+        FileNotFoundError / PermissionError: the binary cannot be started (the caller words the error).
+    """
     grace = KILL_GRACE_SECONDS if kill_grace_seconds is None else kill_grace_seconds
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -102,44 +135,59 @@ def run_cli(
     deadline = None if timeout_seconds is None else started + timeout_seconds
     timed_out = False
     killed_at: float | None = None
-
-    def drain() -> None:
+    stderr_open = True
+    finished = False
+    try:
+        while proc.poll() is None:
+            now = time.monotonic()
+            if deadline is not None and not timed_out and now >= deadline:
+                timed_out = True
+                killed_at = now
+                _signal_group(proc.pid, signal.SIGTERM)
+            elif timed_out and killed_at is not None and now - killed_at >= grace:
+                _signal_group(proc.pid, signal.SIGKILL)
+                killed_at = None  # SIGKILL sent once; now just wait for the exit
+            if not stderr_open:
+                try:
+                    proc.wait(timeout=_POLL_SECONDS)
+                except subprocess.TimeoutExpired:
+                    pass
+                continue
+            # Block on the next line (not on the process): a line is handed on as soon as it is read.
+            try:
+                line = lines.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if line is None:
+                stderr_open = False
+            else:
+                yield line
+        if timed_out:
+            # The direct child is gone; make sure nothing it started outlives it.
+            _signal_group(proc.pid, signal.SIGKILL)
+        for reader in readers:
+            reader.join(timeout=_READER_JOIN_SECONDS)
         while True:
             try:
-                line = lines.get_nowait()
+                rest = lines.get_nowait()
             except queue.Empty:
-                return
-            if line is not None and on_stderr_line is not None:
-                try:
-                    on_stderr_line(line)
-                except Exception:  # a logging problem must never break the run it reports on
-                    pass
-
-    while proc.poll() is None:
-        drain()
-        now = time.monotonic()
-        if deadline is not None and not timed_out and now >= deadline:
-            timed_out = True
-            killed_at = now
+                break
+            if rest is not None:
+                yield rest
+        finished = True
+    finally:
+        if not finished and proc.poll() is None:
             _signal_group(proc.pid, signal.SIGTERM)
-        elif timed_out and killed_at is not None and now - killed_at >= grace:
-            _signal_group(proc.pid, signal.SIGKILL)
-            killed_at = None  # SIGKILL sent once; now just wait for the exit
-        try:
-            proc.wait(timeout=_POLL_SECONDS)
-        except subprocess.TimeoutExpired:
-            pass
-    if timed_out:
-        # The direct child is gone; make sure nothing it started outlives it.
-        _signal_group(proc.pid, signal.SIGKILL)
-    for reader in readers:
-        reader.join(timeout=_READER_JOIN_SECONDS)
-    drain()
-    for pipe in (proc.stdout, proc.stderr):
-        try:
-            pipe.close()
-        except OSError:
-            pass
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            try:
+                pipe.close()
+            except OSError:
+                pass
     return CliOutcome(
         args=list(args),
         returncode=proc.returncode,

@@ -1,9 +1,10 @@
-"""One group's step: pick the ``--filter`` runs for the selected subset and turn their JSON into events.
+"""One group's step: pick the ``--filter`` runs for the selected subset and stream their events.
 
-Rules (issue 4): one ``MaterializeResult`` per materialized selected table, one ``AssetCheckResult`` per
-selected declared check, never a result for an unselected key or an undeclared check, never two for one
-key; a declared check the engine did not produce gets a placeholder result; a failed table gets no
-materialization and the step fails after everything that did succeed has been reported.
+Rules (issue 4, 14): one ``MaterializeResult`` per materialized selected table, one ``AssetCheckResult`` per
+selected declared check the run evaluated, never a result for an unselected key or an undeclared check,
+never two for one key, no result at all for a check the run did not evaluate (Dagster shows it as not
+executed); a failed table gets no materialization and the step fails after everything that did succeed
+has been reported (a ``quota-exceeded`` failure asks Dagster for a retry after its cooldown instead).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import dagster as dg
 
 from dagster_rocky.assets import RockyAssetEntry, RockyAssetIndex
 from dagster_rocky.resource import RockyResource
+from dagster_rocky.streaming import EventRouting, FailedAsset
 from dagster_rocky.translator import component_value
-from dagster_rocky.types import CheckResult, MaterializationInfo, RunResult, SourceInfo, TableError
-from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
+from dagster_rocky.types import SourceInfo
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,24 @@ def plan_runs(entries: list[RockyAssetEntry], plan: GroupPlan) -> list[tuple[str
     ]
 
 
+def routing_for(context: dg.AssetExecutionContext, plan: GroupPlan, partition: str | None) -> EventRouting:
+    """Engine keys of the group's tables -> their Dagster keys, limited to the step's selection."""
+    keys = {
+        engine_key: entry.key
+        for engine_key, entry in plan.index.by_engine_key.items()
+        if partition is None or entry.partition == partition
+    }
+    return EventRouting(
+        keys=keys,
+        selected=set(context.selected_asset_keys),
+        checks=set(context.selected_asset_check_keys),
+        facts=plan.index.facts,
+    )
+
+
 def execute_group(context: dg.AssetExecutionContext, rocky: RockyResource, plan: GroupPlan) -> Iterator[Any]:
     """The body of a group's multi-asset."""
     selected = set(context.selected_asset_keys)
-    selected_checks = set(context.selected_asset_check_keys)
     partition = context.partition_key if context.has_partition_key else None
     wanted = [
         e for e in plan.entries if e.key in selected and (partition is None or e.partition == partition)
@@ -98,110 +113,63 @@ def execute_group(context: dg.AssetExecutionContext, rocky: RockyResource, plan:
     if not wanted:
         context.log.info(f"rocky: nothing of group '{plan.group}' selected for this step")
         return
-    emitted: set[dg.AssetKey] = set()
-    failed: dict[dg.AssetKey, TableError] = {}
-    produced_checks: set[dg.AssetCheckKey] = set()
+    routing = routing_for(context, plan, partition)
+    failed: dict[dg.AssetKey, FailedAsset] = {}
     problems: list[str] = []
+    materialized = 0
     for pipeline, flt in plan_runs(wanted, plan):
         context.log.info(f"rocky run --filter {flt}" + (f" --pipeline {pipeline}" if pipeline else ""))
-        result = rocky.run_streaming(context, flt, pipeline=pipeline)
-        yield from _events_for(
-            context, result, plan, selected, selected_checks, partition, emitted, failed, produced_checks
-        )
+        stream = rocky.run_streaming(context, flt, pipeline=pipeline, routing=routing)
+        for event in stream:
+            materialized += isinstance(event, dg.MaterializeResult)
+            yield event
+        failed.update(stream.failed)
+        result = stream.result
         if result.interrupted:
             problems.append(f"the run for {flt} was interrupted")
         elif result.status == "Failure" and not result.errors:
             problems.append(f"the run for {flt} failed without naming a table")
-    # Placeholders: a declared, selected check the engine did not evaluate for a table that did not fail.
-    for check_key in sorted(selected_checks - produced_checks, key=lambda k: (k.asset_key.path, k.name)):
-        if check_key.asset_key in failed:
-            continue
-        yield dg.AssetCheckResult(
-            asset_key=check_key.asset_key,
-            check_name=check_key.name,
-            passed=True,
-            severity=dg.AssetCheckSeverity.WARN,
-            description="not evaluated by Rocky in this run (check disabled or table not materialized)",
-            metadata={"rocky/placeholder": True},
-        )
-    if failed or problems:
-        lines = [f"{'.'.join(e.asset_key)} ({e.failure_kind}): {e.error}" for e in failed.values()] + problems
-        raise dg.Failure(
-            description=f"rocky: {len(failed)} table(s) of group '{plan.group}' failed: " + "; ".join(lines),
-            metadata={
-                "failed_tables": dg.MetadataValue.json(
-                    [
-                        {
-                            "asset_key": e.asset_key,
-                            "failure_kind": e.failure_kind,
-                            "error": e.error,
-                            "cooldown_seconds": e.cooldown_seconds,
-                        }
-                        for e in failed.values()
-                    ]
-                ),
-                "materialized": len(emitted),
-            },
-        )
+    # A selected check the run did not evaluate gets no result: Dagster shows it as not executed, which
+    # is the truth (a placeholder "passed" would claim a check that never ran).
+    raise_for_failures(failed, problems, f"group '{plan.group}'", materialized)
 
 
-def _events_for(
-    context: dg.AssetExecutionContext,
-    result: RunResult,
-    plan: GroupPlan,
-    selected: set[dg.AssetKey],
-    selected_checks: set[dg.AssetCheckKey],
-    partition: str | None,
-    emitted: set[dg.AssetKey],
-    failed: dict[dg.AssetKey, TableError],
-    produced_checks: set[dg.AssetCheckKey],
-) -> Iterator[Any]:
-    def mine(engine_key: list[str]) -> RockyAssetEntry | None:
-        entry = plan.index.resolve(engine_key)
-        if entry is None or entry.key not in selected:
-            return None
-        if partition is not None and entry.partition != partition:
-            return None
-        return entry
-
-    for err in result.errors:
-        entry = mine(err.asset_key)
-        if entry is not None:
-            failed[entry.key] = err
-            context.log.error(f"rocky: {'.'.join(err.asset_key)} failed ({err.failure_kind}): {err.error}")
-    latest: dict[dg.AssetKey, MaterializationInfo] = {}
-    for mat in result.materializations:
-        entry = mine(mat.asset_key)
-        if entry is not None and entry.key not in failed:
-            latest[entry.key] = mat  # the engine retried a table: its last report wins
-    for key, mat in latest.items():
-        if key in emitted:
-            continue
-        emitted.add(key)
-        yield dg.MaterializeResult(asset_key=key, metadata=materialization_metadata(mat, result.run_id))
-    for table in result.check_results:
-        entry = mine(table.asset_key)
-        if entry is None or entry.key in failed:
-            continue
-        by_name: dict[str, CheckResult] = {c.name: c for c in table.checks}
-        for name, check in by_name.items():
-            check_key = dg.AssetCheckKey(entry.key, name)
-            if check_key not in selected_checks or check_key in produced_checks:
-                continue
-            produced_checks.add(check_key)
-            yield check_result(check_key, check)
+#: what a quota-exceeded failure waits before the retry when the engine names no cooldown
+QUOTA_COOLDOWN_DEFAULT_SECONDS = 300
+QUOTA_EXCEEDED = "quota-exceeded"
 
 
-def check_result(check_key: dg.AssetCheckKey, check: CheckResult) -> dg.AssetCheckResult:
-    warn = dagster_severity(check) == "WARN"
-    severity = dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR
-    metadata: dict[str, Any] = {"severity": check.severity}
-    for name, value in check_metadata(check).items():
-        metadata[name] = dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
-    return dg.AssetCheckResult(
-        asset_key=check_key.asset_key,
-        check_name=check_key.name,
-        passed=check.passed,
-        severity=severity,
-        metadata=metadata,
+def raise_for_failures(
+    failed: dict[dg.AssetKey, FailedAsset], problems: list[str], what: str, materialized: int
+) -> None:
+    """Fail the step after everything that succeeded was reported.
+
+    A ``quota-exceeded`` failure (a tripped circuit breaker) raises ``dg.RetryRequested`` waiting the
+    engine's cooldown (the largest one named, else 300 s): trying again later is the fix, and Dagster
+    reschedules the step itself instead of leaving a failed run for a human.
+    """
+    if not failed and not problems:
+        return
+    quota = [f for f in failed.values() if f.failure_kind == QUOTA_EXCEEDED]
+    if quota:
+        cooldowns = [f.cooldown_seconds for f in quota if f.cooldown_seconds is not None]
+        wait = max(cooldowns) if cooldowns else QUOTA_COOLDOWN_DEFAULT_SECONDS
+        raise dg.RetryRequested(max_retries=1, seconds_to_wait=wait)
+    lines = [f"{f.key.to_user_string()} ({f.failure_kind}): {f.error}" for f in failed.values()] + problems
+    raise dg.Failure(
+        description=f"rocky: {len(failed)} asset(s) of {what} failed: " + "; ".join(lines),
+        metadata={
+            "failed_assets": dg.MetadataValue.json(
+                [
+                    {
+                        "asset_key": list(f.key.path),
+                        "failure_kind": f.failure_kind,
+                        "error": f.error,
+                        "cooldown_seconds": f.cooldown_seconds,
+                    }
+                    for f in failed.values()
+                ]
+            ),
+            "materialized": materialized,
+        },
     )

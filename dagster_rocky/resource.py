@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
@@ -27,11 +27,19 @@ import dagster as dg
 from pydantic import BaseModel, Field, ValidationError
 
 from dagster_rocky import _process
-from dagster_rocky.types import DiscoverResult, DoctorResult, HistoryResult, ModelHistoryResult, RunResult
+from dagster_rocky.types import (
+    DagResult,
+    DiscoverResult,
+    DoctorResult,
+    HistoryResult,
+    ModelHistoryResult,
+    RunResult,
+)
 from rocky_engine.wire.base import validation_summary
 
 if TYPE_CHECKING:
     from dagster_rocky.pipes import RockyPipesInvocation
+    from dagster_rocky.streaming import EventRouting, RockyRunStream
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 ExecutionContext = dg.AssetExecutionContext | dg.OpExecutionContext
@@ -48,7 +56,7 @@ class PipesRunOptions(TypedDict, total=False):
 
     pipeline: str | None
     idempotency_key: str | None
-    model: str | None
+    model: str | Sequence[str] | None
     parallel: int | None
     variables: Mapping[str, str] | None
 
@@ -72,6 +80,18 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     state_path: str | None = Field(
         default=None, description="Override of the state store file (--state-path); None: the engine default."
     )
+    state_namespace: str | None = Field(
+        default=None,
+        description="Use the per-namespace state store <models>/.rocky-state/<KEY>.db (--state-namespace), "
+        "so independent projects or fan-out runs do not share one writer lock. When set, state_path is "
+        "not passed (as in the published dagster-rocky).",
+    )
+    wait_for_lock_seconds: int | None = Field(
+        default=600,
+        description="`rocky run --wait-for-lock`: how long a run waits for another run's state-store "
+        "writer lock before failing (Dagster's multiprocess executor starts concurrent steps of one "
+        "project). None or 0: fail at once, as the engine does by default.",
+    )
     models_dir: str = Field(
         default="models", description="The project's models directory, relative to rocky.toml."
     )
@@ -87,6 +107,11 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """``rocky discover``: the sources, their tables and their last sync times."""
         args = ["discover"] + (["--pipeline", pipeline] if pipeline else [])
         return self._invoke(args, DiscoverResult, "discover")
+
+    def dag(self, pipeline: str | None = None) -> DagResult:
+        """``rocky dag``: every model and replicated table with its dependencies (no warehouse access)."""
+        args = ["dag"] + (["--pipeline", pipeline] if pipeline else [])
+        return self._invoke(args, DagResult, "dag")
 
     def run(
         self,
@@ -104,16 +129,30 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         filter: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
+        routing: EventRouting | None = None,
         **options: Unpack[RunOptions],
-    ) -> RunResult:
-        """Like :meth:`run`, with the engine's stderr streamed line by line to the step's log."""
-        run_env = {**trigger_env(context), **(env or {})}
-        return self._invoke(
-            self.run_args(filter, **options),
-            RunResult,
-            "run",
-            env=run_env,
-            on_stderr_line=step_log_forwarder(context),
+    ) -> RockyRunStream:
+        """``rocky run`` whose events reach Dagster while it runs: ``yield from rocky.run_streaming(...)``.
+
+        Iterating yields a ``MaterializeResult`` per materialized asset, an ``AssetCheckResult`` per
+        evaluated check and an ``AssetObservation`` per drift action or anomaly as the engine's
+        ``rocky.events`` lines arrive; other stderr lines go to the step log. By default the engine's
+        asset keys are the Dagster keys and only the step's selected keys and checks are reported;
+        ``routing`` maps other keys. ``.result`` is the ``RunResult`` (any of its attributes can be read on
+        the stream directly, as the published package's ``run_streaming`` returned it).
+        """
+        from dagster_rocky.streaming import RockyRunStream
+
+        run_env = {**os.environ, **trigger_env(context), **(env or {})}
+        cmd = self.command(self.run_args(filter, **options))
+        lines = _process.stream_cli(cmd, timeout_seconds=self.timeout_seconds, env=run_env)
+        return RockyRunStream(
+            _started(lines, cmd[0]),
+            finish=lambda outcome: parse_outcome(
+                outcome, RunResult, "run", timeout_seconds=self.timeout_seconds
+            ),
+            routing=routing if routing is not None else default_routing(context),
+            log_line=step_log_forwarder(context),
         )
 
     def run_pipes(
@@ -162,19 +201,22 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         *,
         pipeline: str | None = None,
         idempotency_key: str | None = None,
-        model: str | None = None,
+        model: str | Sequence[str] | None = None,
         parallel: int | None = None,
         resume_latest: bool = False,
         variables: Mapping[str, str] | None = None,
     ) -> list[str]:
-        """The ``run`` sub-command arguments (without the binary and global flags)."""
+        """The ``run`` sub-command arguments (without the binary and global flags). ``model`` is one name
+        or several (``+name`` / ``name+`` select its upstream / downstream models too)."""
         args = ["run"]
         if pipeline:
             args += ["--pipeline", pipeline]
         if filter:
             args += ["--filter", filter]
-        if model:
-            args += ["--model", model]
+        for name in [model] if isinstance(model, str) else (model or []):
+            args += ["--model", name]  # repeated: one invocation runs exactly these models
+        if self.wait_for_lock_seconds:
+            args += ["--wait-for-lock", str(self.wait_for_lock_seconds)]
         if parallel is not None:
             args += ["--parallel", str(parallel)]
         if resume_latest:
@@ -188,7 +230,9 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def command(self, args: Sequence[str]) -> list[str]:
         """The full command line: binary, global flags, then ``args``."""
         cmd = [self.resolve_binary(), "-c", self.config_path, "--output", "json"]
-        if self.state_path:
+        if self.state_namespace:
+            cmd += ["--state-namespace", self.state_namespace]
+        elif self.state_path:
             cmd += ["--state-path", self.state_path]
         return cmd + list(args)
 
@@ -236,6 +280,33 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             )
         except (FileNotFoundError, PermissionError) as exc:
             raise _missing_binary(cmd[0], str(exc)) from exc
+
+
+def _started(
+    lines: Generator[str, None, _process.CliOutcome], binary: str
+) -> Generator[str, None, _process.CliOutcome]:
+    """``lines`` with a binary that cannot be started (raised at the first ``next``) as a ``dg.Failure``."""
+    try:
+        first = next(lines)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    except (FileNotFoundError, PermissionError) as exc:
+        raise _missing_binary(binary, str(exc)) from exc
+    yield first
+    outcome = yield from lines
+    return outcome
+
+
+def default_routing(context: ExecutionContext) -> EventRouting:
+    """Engine keys are Dagster keys; an asset step reports only its selected keys and checks."""
+    from dagster_rocky.streaming import EventRouting
+
+    try:
+        return EventRouting(
+            selected=set(context.selected_asset_keys), checks=set(context.selected_asset_check_keys)
+        )
+    except Exception:  # an op outside an asset selects nothing: report every key the engine names
+        return EventRouting()
 
 
 def _missing_binary(binary: str, detail: str | None = None) -> dg.Failure:

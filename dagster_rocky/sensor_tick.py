@@ -12,16 +12,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import dagster as dg
 
+from dagster_rocky.sensor_contexts import BacklogCap, EmitContext, FailedSourcesContext, SkipContext
 from dagster_rocky.tenancy import strip_tenant, tenant_of
 from dagster_rocky.translator import RockyDagsterTranslator
 from dagster_rocky.types import DiscoverResult, SourceInfo
-
-if TYPE_CHECKING:
-    from dagster_rocky.sensor import BacklogCap, EmitContext, FailedSourcesContext, SkipContext
 
 Granularity = Literal["per_source", "per_group"]
 
@@ -154,8 +152,6 @@ def evaluate_tick(context: dg.SensorEvaluationContext, rocky: Any, cfg: TickConf
 
     # Hooks are observability, never policy: they run after every decision above and cannot change it.
     if failed and cfg.on_failed_sources is not None:
-        from dagster_rocky.sensor import FailedSourcesContext
-
         _call_hook(
             log,
             "on_failed_sources",
@@ -163,8 +159,6 @@ def evaluate_tick(context: dg.SensorEvaluationContext, rocky: Any, cfg: TickConf
             FailedSourcesContext(failed_sources=list(failed), sensor_context=context),
         )
     if cfg.on_run_request_emitted is not None:
-        from dagster_rocky.sensor import EmitContext
-
         for item in emitted:
             _call_hook(
                 log,
@@ -186,8 +180,6 @@ def evaluate_tick(context: dg.SensorEvaluationContext, rocky: Any, cfg: TickConf
         )
     reason = _skip_reason(discover, triggered, pending)
     if cfg.on_skip is not None:
-        from dagster_rocky.sensor import SkipContext
-
         _call_hook(
             log,
             "on_skip",

@@ -1,4 +1,5 @@
-"""Pydantic models of the engine's JSON documents (CONTRACT sections 3, 4 and 8).
+"""Pydantic models of the engine's JSON documents (CONTRACT sections 3, 4 and 8, ``rocky dag`` and the
+``rocky.events`` lines).
 
 Re-exported from the engine's wire module (``rocky_engine.wire``), the one declaration of the format that
 the engine builds its output from: a field renamed on one side is renamed on both. Unknown fields are
@@ -22,6 +23,18 @@ from rocky_engine.wire.checks import (
     TableCheckResult,
     UnknownCheck,
 )
+from rocky_engine.wire.dag import (
+    DagAssertion,
+    DagCheck,
+    DagEdge,
+    DagFreshness,
+    DagNode,
+    DagResult,
+    DagSource,
+    DagStrategy,
+    DagSummary,
+    DagTarget,
+)
 from rocky_engine.wire.discover import (
     DiscoverChecks,
     DiscoverResult,
@@ -32,6 +45,7 @@ from rocky_engine.wire.discover import (
     TableInfo,
 )
 from rocky_engine.wire.doctor import DoctorCheck, DoctorResult
+from rocky_engine.wire.events import EVENTS_TARGET, EventAnomaly, EventCheck, EventDrift, RunEvent
 from rocky_engine.wire.history import (
     HistoryResult,
     HistoryRun,
@@ -54,6 +68,7 @@ from rocky_engine.wire.run import (
 )
 
 __all__ = [
+    "EVENTS_TARGET",
     "AggregateAssertion",
     "AnomalyInfo",
     "AnyCheck",
@@ -62,6 +77,16 @@ __all__ = [
     "ColumnMatchCheck",
     "ContainedInfo",
     "CustomCheck",
+    "DagAssertion",
+    "DagCheck",
+    "DagEdge",
+    "DagFreshness",
+    "DagNode",
+    "DagResult",
+    "DagSource",
+    "DagStrategy",
+    "DagSummary",
+    "DagTarget",
     "DiscoverChecks",
     "DiscoverResult",
     "DoctorCheck",
@@ -69,6 +94,9 @@ __all__ = [
     "DriftAction",
     "DriftInfo",
     "ErrorClass",
+    "EventAnomaly",
+    "EventCheck",
+    "EventDrift",
     "ExecutionSummary",
     "FailedSourceOutput",
     "FreshnessCheck",
@@ -84,6 +112,7 @@ __all__ = [
     "PermissionsInfo",
     "RowCountCheck",
     "RowCountRangeAssertion",
+    "RunEvent",
     "RunResult",
     "RunStatus",
     "SourceInfo",

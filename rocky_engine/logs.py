@@ -44,5 +44,11 @@ def configure(json_lines: bool, level: int = logging.INFO) -> None:
     logger.propagate = False
 
 
+def json_lines_active() -> bool:
+    """Whether the ``rocky`` logger writes JSON lines (``--output json``): then a run streams its
+    ``rocky.events`` lines (``run.events``); people reading text get the end-of-run table instead."""
+    return any(isinstance(h.formatter, _JsonLineFormatter) for h in logging.getLogger(LOGGER_NAME).handlers)
+
+
 def get_logger(name: str = "") -> logging.Logger:
     return logging.getLogger(f"{LOGGER_NAME}.{name}" if name else LOGGER_NAME)

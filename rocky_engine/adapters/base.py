@@ -99,11 +99,23 @@ class WarehouseSession(Protocol):
         """
         ...
 
-    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
-        """Create the temporary table ``table`` and fill it from ``reader`` (the copy seam's target side).
+    def read_arrow_ranges(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], columns: Sequence[tuple[str, SqlType]]
+    ) -> AbstractContextManager[list[Any]]:
+        """One ``RecordBatchReader`` per ``(sql, params)``, each read concurrently when the warehouse can
+        (the parallel range reads of one large table: PostgreSQL runs each on its own connection)."""
+        ...
 
-        ``columns`` are ``(name, DDL type)`` of the batches' columns, for a driver that must declare the
-        table before loading it.
+    def scan_arrow(
+        self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
+    ) -> AbstractContextManager[str]:
+        """Make the batches of ``readers`` readable in SQL as one relation for the ``with`` block, and
+        return that relation's SQL text (the copy seam's target side).
+
+        ``once``: the statements read the relation only once, so a warehouse that scans Arrow streams
+        (DuckDB) reads the readers directly, with no stage; otherwise the batches land in the temporary
+        table ``name`` first. ``columns`` are ``(name, DDL type)`` of the batches' columns, for a driver
+        that must declare the stage before loading it.
         """
         ...
 

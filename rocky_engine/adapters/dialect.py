@@ -162,6 +162,11 @@ class Dialect:
         """Drop a table if it exists."""
         session.execute(f"DROP TABLE IF EXISTS {rel}")
 
+    def truncate_table(self, session: WarehouseSession, rel: str) -> None:
+        """Remove every row of a table, inside the caller's transaction (``DELETE``: transactional
+        everywhere, where ``TRUNCATE`` is not on every warehouse)."""
+        session.execute(f"DELETE FROM {rel}")
+
     def add_column(self, session: WarehouseSession, rel: str, name: str, type_: str) -> None:
         """Add a column (existing rows read NULL); a column of that name already there is not an error."""
         session.execute(f"ALTER TABLE {rel} ADD COLUMN IF NOT EXISTS {self.quote(name)} {type_}")
@@ -238,9 +243,13 @@ class Dialect:
 
     # ------------------------------------------------------------------ local files
 
-    def scan_files(self, fmt: str, paths: Sequence[str], *, union_by_name: bool = False) -> str:
+    def scan_files(
+        self, fmt: str, paths: Sequence[str], *, union_by_name: bool = False,
+        csv_delimiter: str | None = None, csv_header: bool | None = None,
+    ) -> str:
         """A FROM item reading local files of format ``fmt`` ("parquet", "csv", "jsonl"); only where
-        ``capabilities.reads_local_files``. ``union_by_name``: files whose columns differ in order."""
+        ``capabilities.reads_local_files``. ``union_by_name``: files whose columns differ in order.
+        ``csv_delimiter`` / ``csv_header``: CSV settings to force (None: detected from the file)."""
         raise AdapterError(
             f"warehouse dialect {self.name} cannot read local files",
             failure_kind="query-rejected",

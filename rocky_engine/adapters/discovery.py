@@ -2,8 +2,11 @@
 
 ``[source.discovery] adapter`` names the adapter that answers; its type's plugin picks the
 implementation. A warehouse adapter (duckdb, postgres) lists the schemas of the source catalog in one
-catalog query; a warehouse has no sync clock, so its sources report ``last_sync_at = None``. A plugin with
-a discovery of its own (``fivetran``) returns it from ``AdapterPlugin.discovery``.
+catalog query. Its sources' ``last_sync_at`` is the newest value of the pipeline's ``timestamp_column``
+in their tables (a source whose tables lack the column, or hold no row, reports ``None``): one catalog read
+of the matching schemas' columns, then ONE batched ``UNION ALL`` of ``MAX(column)`` over every table that
+has it, so a sensor sees new rows land without a query per table. A plugin with a discovery of its own
+(``fivetran``) returns it from ``AdapterPlugin.discovery``.
 
 Schemas that carry the pattern's prefix but do not fit it come back in ``misfits``; callers warn about
 each one (a source is never dropped silently). A source the adapter tried and failed to read goes to
@@ -13,7 +16,7 @@ each one (a source is never dropped silently). A source the adapter tried and fa
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -101,11 +104,72 @@ class WarehouseDiscovery:
         by_schema: dict[str, list[DiscoveredTable]] = {}
         for table in self.adapter.catalog_tables(catalog):
             by_schema.setdefault(table.schema, []).append(DiscoveredTable(table.name, table.row_count))
-        return build_outcome(pattern, by_schema, self.adapter.type)
+        outcome = build_outcome(pattern, by_schema, self.adapter.type)
+        synced = self._last_sync(catalog, outcome.sources, pipeline.timestamp_column)
+        outcome.sources = [replace(s, last_sync_at=synced.get(s.schema)) for s in outcome.sources]
+        return outcome
+
+    def _last_sync(
+        self, catalog: str, sources: list[DiscoveredSource], column: str
+    ) -> dict[str, datetime]:
+        """Per source schema, the newest ``column`` value over its tables: one catalog read of the columns,
+        then one batched query. A failure is a warning (discovery itself succeeded), never an error."""
+        if not sources or not column:
+            return {}
+        from rocky_engine.errors import AdapterError
+        from rocky_engine.logs import get_logger
+
+        wanted = column.lower()
+        try:
+            columns = self.adapter.read_columns(catalog, [s.schema for s in sources])
+            parts: list[str] = []
+            for source in sources:
+                for table in source.tables:
+                    found = next((c for c in columns.get((source.schema, table.name), ())
+                                  if c.name.lower() == wanted and _temporal(c.data_type)), None)
+                    if found is not None:
+                        parts.append(
+                            f"SELECT {_literal(source.schema)}, MAX({self.adapter.quote(found.name)}) FROM "
+                            f"{self.adapter.qualified(source.schema, table.name, catalog)}"
+                        )
+            if not parts:
+                return {}
+            rows = self.adapter.query(" UNION ALL ".join(parts))
+        except AdapterError as exc:
+            get_logger("discover").warning("last_sync_at not read (MAX(%s) of the source tables): %s",
+                                           column, exc.message)
+            return {}
+        newest: dict[str, datetime] = {}
+        for schema, value in rows:
+            moment = _as_utc(value)
+            if moment is not None and (schema not in newest or moment > newest[schema]):
+                newest[str(schema)] = moment
+        return newest
 
     def close(self) -> None:
         if self._owns:
             self.adapter.close()
+
+
+def _temporal(data_type: str) -> bool:
+    """A date or timestamp column (``last_sync_at`` is a moment, not a number or a string)."""
+    low = data_type.lower()
+    return "timestamp" in low or low.startswith("date")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _as_utc(value: Any) -> datetime | None:
+    """A MAX() result as an aware UTC moment (a naive TIMESTAMP is read as UTC, a DATE as its midnight)."""
+    from datetime import UTC, date, time
+
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if isinstance(value, date):
+        return datetime.combine(value, time(), tzinfo=UTC)
+    return None
 
 
 def build_outcome(

@@ -43,6 +43,8 @@ class AdapterPlugin:
 
     #: the ``type`` of ``[adapter.NAME]``
     type: str = ""
+    #: the schema a model without a ``[target] schema`` lands in (``rocky dag`` resolves it unconnected)
+    default_schema: str = "main"
     #: pipelines and connectors can write to it (False: a discovery source only)
     warehouse: bool = True
     #: opening is retried with ``[adapter.NAME.retry]``: a server restarting is not a verdict, while a

@@ -10,7 +10,8 @@ Transactions: statements inside ``transaction()`` are not retried one by one (re
 transaction whose connection died would run it outside the transaction). ``atomically(session, fn)``
 retries a whole transaction instead; use it only for idempotent units (drop + create, delete + insert).
 
-The copy seam (``read_arrow`` / ``write_arrow``) is not retried: a stream half consumed cannot be replayed.
+The copy seam (``read_arrow``, ``read_arrow_ranges``, ``scan_arrow``) is not retried: a stream half consumed
+cannot be replayed.
 A failed table copy is retried whole by the run's ``table_retries``.
 """
 
@@ -200,8 +201,15 @@ class RetryingSession:
     ) -> AbstractContextManager[Any]:
         return self.inner.read_arrow(sql, params, columns)
 
-    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
-        self.inner.write_arrow(table, columns, reader)
+    def read_arrow_ranges(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], columns: Sequence[tuple[str, SqlType]]
+    ) -> AbstractContextManager[list[Any]]:
+        return self.inner.read_arrow_ranges(statements, columns)
+
+    def scan_arrow(
+        self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
+    ) -> AbstractContextManager[str]:
+        return self.inner.scan_arrow(name, columns, readers, once=once)
 
     def interrupt(self) -> None:
         self._stop.set()

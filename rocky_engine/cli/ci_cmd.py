@@ -24,6 +24,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--pipeline", help="check only this transformation pipeline")
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                         help="set {{ var('NAME') }} in model SQL (repeatable)")
+    parser.add_argument("--models", metavar="DIR",
+                        help="read the transformation pipeline's models from DIR (relative to the working "
+                        "directory) instead of its `models` glob")
 
 
 def execute(args: argparse.Namespace) -> Result:
@@ -32,4 +35,5 @@ def execute(args: argparse.Namespace) -> Result:
     from rocky_engine.cli.run_cmd import _parse_vars
     from rocky_engine.ops.ci import run_ci
 
-    return run_ci(Path(args.config), pipeline=args.pipeline, variables=_parse_vars(args.var))
+    return run_ci(Path(args.config), pipeline=args.pipeline, variables=_parse_vars(args.var),
+                  models_dir=args.models)

@@ -30,4 +30,8 @@ def execute(args: argparse.Namespace) -> Any:
         from rocky_engine.connectors.discover import discover_connector_sources
 
         result.sources.extend(discover_connector_sources(project))
+        # Every pipeline's sources: what `rocky dag` lists the replicated tables from, unconnected.
+        from rocky_engine.replication.discover import write_cache
+
+        write_cache(project.dot_rocky, result)
     return result

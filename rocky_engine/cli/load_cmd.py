@@ -22,6 +22,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     source = p.add_mutually_exclusive_group()
     add_source_flags(source)
+    from rocky_engine.cli.run_cmd import add_wait_flag
+
+    add_wait_flag(p)
 
 
 def add_source_flags(group: Any) -> None:
@@ -54,8 +57,10 @@ def execute(args: argparse.Namespace) -> Any:
 
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     if getattr(args, "connector", None) is not None:
-        from rocky_engine.connectors.runner import execute_connector_load
+        from rocky_engine.connectors.connector_run import execute_connector_load
 
         return execute_connector_load(project, args.connector)
+    from rocky_engine.cli.run_cmd import wait_seconds
+
     name = choose_load_pipeline(project.config, args.pipeline)
-    return execute_load(project, name)
+    return execute_load(project, name, wait_for_lock=wait_seconds(args))

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, str] = {
     "run": "rocky_engine.cli.run_cmd",
     "discover": "rocky_engine.cli.discover_cmd",
+    "dag": "rocky_engine.cli.dag_cmd",
     "load": "rocky_engine.cli.load_cmd",
     "validate": "rocky_engine.cli.validate_cmd",
     "history": "rocky_engine.cli.history_cmd",

@@ -17,7 +17,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pipeline", help="pipeline to run (required when several are configured)")
     p.add_argument("--filter", help="replication only: id=<source id>, table=<name> or <component>=<value>")
-    p.add_argument("--model", help="transformation only: run just this model")
+    p.add_argument(
+        "--model", action="append", default=[], metavar="SELECTOR",
+        help="transformation only: run just this model (repeatable; +NAME adds its upstream models, NAME+ "
+        "its downstream ones); the selected models run in DAG order in this one process",
+    )
+    # `--models` (a directory) and `--model` (a model name) are distinct flags: argparse matches an exact
+    # option string before any prefix, so neither swallows the other.
+    p.add_argument("--models", metavar="DIR",
+                   help="transformation: read the models from DIR (relative to the working directory) "
+                   "instead of the pipeline's `models` glob")
+    p.add_argument("--all", action="store_true",
+                   help="transformation: run every model (the default; upstream clients send it with "
+                   "--models); refused with --model")
     p.add_argument("--parallel", type=int, help="models in flight at once (default 4)")
     p.add_argument("--resume", metavar="RUN_ID", help="replication: skip tables RUN_ID finished")
     p.add_argument("--resume-latest", action="store_true", help="replication: resume the latest run")
@@ -28,6 +40,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                    help="set {{ var('NAME') }} in model SQL (repeatable)")
+    add_wait_flag(p)
+
+
+def add_wait_flag(parser: Any) -> None:
+    """``--wait-for-lock SECONDS`` (``run`` and ``load``)."""
+    parser.add_argument(
+        "--wait-for-lock", type=float, default=0, metavar="SECONDS",
+        help="wait up to SECONDS for the state store's writer lock when another rocky holds it (logged "
+        "once, naming the holder), then fail as usual (default 0: fail at once)",
+    )
+
+
+def wait_seconds(args: argparse.Namespace) -> float:
+    from rocky_engine.errors import UsageError
+
+    value = float(getattr(args, "wait_for_lock", 0) or 0)
+    if value < 0 or value != value:  # NaN compares unequal to itself
+        raise UsageError("--wait-for-lock must be a number of seconds, 0 or more")
+    return value
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -59,6 +90,38 @@ def _load_pipeline(project: Any, args: argparse.Namespace) -> str | None:
         raise UsageError(f"{', '.join(refused)} cannot be used with load pipeline '{name}'",
                          hint=f"run it as `rocky run --pipeline {name}` (or `rocky load --pipeline {name}`)")
     return name
+
+
+def _models_flags(project: Any, args: argparse.Namespace) -> None:
+    """Apply ``--models DIR`` / ``--all`` (upstream Rocky's run flags) before the pipeline is chosen."""
+    from rocky_engine.errors import UsageError
+    from rocky_engine.run.runner import choose_pipeline
+
+    if args.models is not None:
+        from rocky_engine.models.models_flag import point_models_at
+
+        args.pipeline = point_models_at(project.config, args.models, args.pipeline)
+    if not args.all:
+        return
+    if args.model:
+        raise UsageError("--all and --model are exclusive",
+                         hint="--all runs every model; --model runs one")
+    name = choose_pipeline(project, args.pipeline)
+    kind = project.config.pipeline(name).type
+    if kind != "transformation":
+        raise UsageError(f"--all applies to transformation pipelines; pipeline '{name}' is a {kind} pipeline",
+                         hint="drop --all")
+
+
+def _note_upstream_store(project: Any) -> None:
+    """On the first run (no store of ours yet), say that an upstream ``.rocky-state.redb`` is not read."""
+    from rocky_engine.logs import get_logger
+    from rocky_engine.state.location import upstream_store_beside, upstream_store_message
+
+    store = project.state_path()
+    redb = None if store.exists() else upstream_store_beside(store)
+    if redb is not None:
+        get_logger("state").warning(upstream_store_message(redb))
 
 
 def _log_config_warnings(warnings: list[str]) -> None:
@@ -93,15 +156,17 @@ def execute(args: argparse.Namespace) -> Any:
         raise UsageError("--parallel must be at least 1")
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     _log_config_warnings(project.config.warnings)
+    _models_flags(project, args)
     load = _load_pipeline(project, args)
     if load is not None:
         from rocky_engine.run.load import execute_load
 
-        return execute_load(project, load)
+        return execute_load(project, load, wait_for_lock=wait_seconds(args))
+    _note_upstream_store(project)
     options = RunOptions(
         pipeline=args.pipeline,
         filter=args.filter,
-        model=args.model,
+        models=tuple(args.model),
         parallel=args.parallel,
         resume=args.resume,
         resume_latest=args.resume_latest,
@@ -109,5 +174,6 @@ def execute(args: argparse.Namespace) -> Any:
         variables=_parse_vars(args.var),
         trigger=trigger_from_env(os.environ),
         submission_id=os.environ.get("ROCKY_SUBMISSION_ID") or None,
+        wait_for_lock=wait_seconds(args),
     )
     return execute_run(project, options)

@@ -150,7 +150,7 @@ def execute(args: argparse.Namespace) -> Any:
         allowed_origins=origins,
         limits=limits,
     )
-    from rocky_engine.server.runner import serve
+    from rocky_engine.server.serve_process import serve
 
     return serve(settings)
 

@@ -56,6 +56,7 @@ from rocky_engine.config.sections import (
     IdempotencyConfig,
     ScheduleDefaults,
     StateConfig,
+    StateRetry,
 )
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "SchemaPattern",
     "SnapshotPipeline",
     "StateConfig",
+    "StateRetry",
     "TableRef",
     "TransformationPipeline",
     "TransformationTarget",

@@ -126,3 +126,45 @@ def _number(value: Any) -> int | float:
 Scalar = Annotated[int | float | str, PlainValidator(_scalar)]
 #: A TOML integer or float; bools and strings are refused.
 Number = Annotated[int | float, PlainValidator(_number)]
+
+
+def numeric_text(text: str) -> int | float | None:
+    """The number a string holds (``"0"``, ``" 1.5 "``, ``"1e3"``), or None (not finite: None too)."""
+    stripped = text.strip()
+    try:
+        return int(stripped)
+    except ValueError:
+        pass
+    try:
+        number = float(stripped)
+    except ValueError:
+        return None
+    return None if number != number or number in (float("inf"), float("-inf")) else number
+
+
+def _number_or_numeric(value: Any) -> int | float:
+    # Upstream Rocky reads assertion bounds as strings (``value = "0"``); a string holding a number is
+    # that number, anything else is still refused rather than compared as text.
+    if isinstance(value, str):
+        number = numeric_text(value)
+        if number is None:
+            raise PydanticCustomError(
+                "number_type", "expected a number (got the string {value})", {"value": repr(value)}
+            )
+        return number
+    return _number(value)
+
+
+def _bound(value: Any) -> int | float | str:
+    # A bound may be text (a date: "2024-01-01"); one that reads as a number is that number, as upstream.
+    scalar = _scalar(value)
+    if isinstance(scalar, str):
+        number = numeric_text(scalar)
+        return scalar if number is None else number
+    return scalar
+
+
+#: A TOML number, or a string that reads as one (``"0"``, ``"1.5"``); bools and other strings are refused.
+NumberOrNumeric = Annotated[int | float, PlainValidator(_number_or_numeric)]
+#: A TOML number or string; a string that reads as a number becomes that number; bools are refused.
+Bound = Annotated[int | float | str, PlainValidator(_bound)]

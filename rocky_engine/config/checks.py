@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rocky_engine.config.base import Number, Scalar, Severity, StrictModel
+from rocky_engine.config.base import Bound, Number, NumberOrNumeric, Scalar, Severity, StrictModel
 
 AssertionType = Literal[
     "not_null",
@@ -104,13 +104,17 @@ class Assertion(StrictModel):
     to_table: str | None = None
     to_column: str | None = None
     expression: str | None = None
-    min: Scalar | None = None
-    max: Scalar | None = None
+    #: ``in_range`` / ``row_count_range`` bounds; ``"10"`` is the number 10, ``"2024-01-01"`` stays text
+    min: Bound | None = None
+    max: Bound | None = None
     pattern: str | None = None
     op: AggregateOp | None = None
     cmp: Comparison | None = None
-    value: Number | None = None
+    #: upstream projects write ``value = "0"``; a string that reads as a number is that number
+    value: NumberOrNumeric | None = None
     columns: list[str] | None = None
+    #: ``composite`` only: what the column combination must satisfy; ``unique`` is the one kind
+    kind: Literal["unique"] | None = None
     days: int | None = Field(default=None, ge=0)
 
     @field_validator("cmp", mode="before")
@@ -131,6 +135,12 @@ class Assertion(StrictModel):
                     "assertion type '{type}' needs {wanted}",
                     {"type": self.type, "wanted": wanted},
                 )
+        if self.kind is not None and self.type != "composite":
+            raise PydanticCustomError(
+                "rocky_assertion_key",
+                "'kind' applies to assertion type 'composite' only (this one is '{type}')",
+                {"type": self.type},
+            )
         if self.type == "aggregate" and self.op != "count" and not self.column:
             raise PydanticCustomError(
                 "rocky_assertion_key",
@@ -141,10 +151,14 @@ class Assertion(StrictModel):
 
     @property
     def display_name(self) -> str:
-        """``name`` when set, else ``<type>_<column>`` (or ``<type>`` for table-level assertions)."""
+        """``name`` when set, else ``<type>:<column>`` (or ``<type>`` for table-level assertions).
+
+        ``unique:customer_id`` is the name upstream Rocky synthesizes, so check names (check_history,
+        brief, dashboards keyed on them) stay the same when a project moves between the engines.
+        """
         if self.name:
             return self.name
-        return f"{self.type}_{self.column}" if self.column else self.type
+        return f"{self.type}:{self.column}" if self.column else self.type
 
 
 class ChecksConfig(StrictModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from rocky_engine.config.base import LenientModel, TypedModel
+from rocky_engine.config.base import LenientModel, StrictModel, TypedModel
 from rocky_engine.config.checks import ChecksConfig
 from rocky_engine.config.error_format import toml_literal
 
@@ -104,6 +104,22 @@ class ReplicationSource(LenientModel):
     catalog: str | None = None
     schema_pattern: SchemaPattern
     discovery: DiscoveryRef | None = None
+    #: concurrent range reads of one table in a cross-warehouse copy: "auto" or N >= 1
+    #: (``replication.ranges``: auto is 1 below 4 cores or 1,000,000 rows)
+    parallel_reads: int | Literal["auto"] = "auto"
+    #: the integer/date/timestamp column range reads split on (default: the timestamp column)
+    split_column: str | None = None
+
+    @field_validator("parallel_reads", mode="before")
+    @classmethod
+    def _parallel_reads(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return value
+        raise PydanticCustomError(
+            "rocky_parallel_reads",
+            'parallel_reads must be a positive integer or "auto" (got {value})',
+            {"value": toml_literal(value) if isinstance(value, bool | int | float | str) else "a table"},
+        )
 
 
 class Governance(LenientModel):
@@ -224,10 +240,36 @@ class SnapshotPipeline(PipelineBase):
 
 class LoadTarget(LenientModel):
     adapter: str = "default"
+    #: "" (upstream's form for two-part warehouses): the target adapter's default catalog
     catalog: str
     schema_: str = Field(alias="schema")
     #: None: one table per file, named after the file stem
     table: str | None = None
+
+
+class LoadOptions(StrictModel):
+    """``[pipeline.NAME.options]`` (upstream Rocky's load options) with the meaning upstream gives them."""
+
+    #: empty each target table before the first file of this load lands in it (same transaction)
+    truncate_first: bool = False
+    #: false: a target table that does not exist fails its files instead of being created
+    create_table: bool = True
+    #: CSV field delimiter (unset: detected from the file)
+    csv_delimiter: str | None = Field(default=None, min_length=1)
+    #: whether CSV files start with a header row (unset: detected from the file)
+    csv_has_header: bool | None = None
+    # Upstream batches INSERTs; here a file is one INSERT ... SELECT read by the warehouse, so a batch
+    # size would have no effect. Refused rather than ignored (issue 15: never silently ignore a form).
+    batch_size: None = None
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _no_batch_size(cls, value: Any) -> Any:
+        raise PydanticCustomError(
+            "rocky_unsupported",
+            "batch_size has no meaning here: each file is loaded by one INSERT ... SELECT the warehouse "
+            "reads itself; remove it",
+        )
 
 
 class LoadPipeline(PipelineBase):
@@ -237,6 +279,13 @@ class LoadPipeline(PipelineBase):
     source_dir: str
     format: Literal["csv", "parquet", "jsonl"] | None = None
     target: LoadTarget
+    options: LoadOptions = Field(default_factory=LoadOptions)
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _upstream_format(cls, value: Any) -> Any:
+        # upstream Rocky spells JSON Lines `json_lines`
+        return "jsonl" if value == "json_lines" else value
 
 
 def _pipeline_tag(value: Any) -> str:

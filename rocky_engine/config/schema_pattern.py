@@ -182,3 +182,35 @@ def key_part(value: ComponentValue) -> str:
 def asset_key(source_type: str, components: Mapping[str, ComponentValue], table: str) -> list[str]:
     """``[source_type, *component values, table]`` (CONTRACT section 3)."""
     return [source_type, *(key_part(v) for v in components.values()), table]
+
+
+def match_template(
+    template: str, pattern: SchemaPattern, separator: str, value: str
+) -> dict[str, ComponentValue] | None:
+    """The inverse of :func:`render_template`: the components that render ``template`` as ``value``
+    (case-insensitively), or None when no values do. A variadic component splits on ``separator``; a
+    fixed one never holds it. ``rocky dag`` reads, without a warehouse, which replication source a table
+    a model reads comes from."""
+    variadic = {c.name for c in pattern.components if c.variadic}
+    regex: list[str] = []
+    seen: set[str] = set()
+    last = 0
+    for match in _PLACEHOLDER.finditer(template):
+        regex.append(re.escape(template[last:match.start()]))
+        name = match.group(1)
+        regex.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+        seen.add(name)
+        last = match.end()
+    regex.append(re.escape(template[last:]))
+    found = re.fullmatch("".join(regex), value, re.IGNORECASE)
+    if found is None:
+        return None
+    out: dict[str, ComponentValue] = {}
+    for name, part in found.groupdict().items():
+        if name in variadic:
+            out[name] = part.split(separator)
+        elif separator in part:
+            return None
+        else:
+            out[name] = part
+    return out

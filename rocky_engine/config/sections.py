@@ -21,6 +21,26 @@ class IdempotencyConfig(TypedModel):
     in_flight_ttl_hours: int = Field(default=24, ge=1)
 
 
+class StateRetry(TypedModel):
+    """``[state.retry]``: retries of a state transfer (download, upload) that failed transiently.
+
+    The shape of ``[adapter.NAME.retry]`` (upstream Rocky shares it between the two). Every retry shares the
+    transfer's ``transfer_timeout_seconds`` budget, so the wall-clock ceiling stays where it was.
+    """
+
+    max_retries: int = Field(default=3, ge=0)
+    initial_backoff_ms: int = Field(default=1000, ge=0)
+    max_backoff_ms: int = Field(default=30000, ge=0)
+    backoff_multiplier: float = Field(default=2.0, ge=1.0)
+    jitter: bool = True
+    #: consecutive failed attempts (over every transfer of this process) after which transfers fail fast
+    circuit_breaker_threshold: int = Field(default=5, ge=0)
+    #: seconds after which an open breaker lets one attempt through; None: open for the rest of the run
+    circuit_breaker_recovery_timeout_secs: int | None = Field(default=None, ge=1)
+    #: retries allowed over all transfers of one run; None: only max_retries per transfer bounds them
+    max_retries_per_run: int | None = Field(default=None, ge=0)
+
+
 class StateConfig(TypedModel):
     """``[state]``: where the state store lives between runs (``gcs`` parses; remote state refuses it)."""
 
@@ -35,6 +55,9 @@ class StateConfig(TypedModel):
     concurrency_control: Literal["off", "cas"] = "off"
     on_schema_mismatch: Literal["recreate", "fail"] = "recreate"
     idempotency: IdempotencyConfig = Field(default_factory=IdempotencyConfig)
+    #: None: the storage clients' own request retries (3 attempts); set: one attempt per request and
+    #: these transfer retries instead, so the two never multiply
+    retry: StateRetry | None = None
 
 
 class ScheduleDefaults(TypedModel):

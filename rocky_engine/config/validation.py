@@ -36,7 +36,7 @@ V020  warning   the project defines no pipelines and no connectors
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from rocky_engine.config.adapters import WAREHOUSE_TYPES
@@ -395,8 +395,18 @@ class ValidateOutput(ValidateResult, Result):
         return head + "\n\n" + md_table(["severity", "code", "field", "message"], rows)
 
 
-def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> ValidateOutput:
-    """Everything ``rocky validate`` does: load, cross-check, load the models; never raises ConfigError."""
+def run_validation(
+    config_path: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    adjust: Callable[[RockyConfig], object] | None = None,
+) -> ValidateOutput:
+    """Everything ``rocky validate`` does: load, cross-check, load the models; never raises ConfigError.
+
+    Args:
+        adjust: applied to the loaded config before it is checked (``rocky ci --models DIR`` points the
+            transformation pipeline elsewhere, and the models checked must be those it will build).
+    """
     from rocky_engine.config.loader import load_config
     from rocky_engine.errors import ConfigError
 
@@ -404,6 +414,8 @@ def run_validation(config_path: Path, env: Mapping[str, str] | None = None) -> V
         cfg = load_config(config_path, env=env)
     except ConfigError as exc:
         return ValidateOutput(valid=False, messages=[_error("V001", str(exc), exc.key)])
+    if adjust is not None:
+        adjust(cfg)
     messages = validate_config(cfg)
     from rocky_engine.models import models_base_dir
 

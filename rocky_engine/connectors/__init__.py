@@ -17,15 +17,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rocky_engine.connectors.connector_run import execute_connector_load
     from rocky_engine.connectors.discover import connector_sources
-    from rocky_engine.connectors.runner import execute_connector_load
 
 __all__ = ["connector_sources", "execute_connector_load"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "execute_connector_load":
-        from rocky_engine.connectors.runner import execute_connector_load
+        from rocky_engine.connectors.connector_run import execute_connector_load
 
         return execute_connector_load
     if name == "connector_sources":

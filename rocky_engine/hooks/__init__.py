@@ -1,9 +1,9 @@
 """Lifecycle hooks (CONTRACT section 9): command hooks and outbound webhooks fired by every run path.
 
 ``build_event_sink`` gives a run its sink (an ``hooks.sink.EventSink``); runners call
-``ctx.events.fire(event, ...)``. Importing this package imports nothing else: a run without hooks uses
-``hooks.sink`` and ``hooks.lifecycle`` only, and the dispatcher (with ``subprocess``) loads when one of the
-names below is first used; webhooks load httpx only when one fires.
+``ctx.events.fire(event, ...)`` and ``run.lifecycle`` fires the pipeline events. Importing this package
+imports nothing else: a run without hooks uses ``hooks.sink`` only, and the dispatcher (with
+``subprocess``) loads when one of the names below is first used; webhooks load httpx only when one fires.
 """
 
 from __future__ import annotations

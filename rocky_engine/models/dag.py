@@ -23,6 +23,8 @@ class ModelSet:
     order: list[str]
     dependents: dict[str, list[str]]
     refs: dict[str, list[TableRef]] = field(default_factory=dict)  # bare refs that are model names
+    #: per model, the dotted names it reads (``schema.table``, ``catalog.schema.table``): not models
+    tables: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.models)
@@ -62,6 +64,7 @@ def build_model_set(models: dict[str, Model]) -> ModelSet:
     """
     lower_names = {name.lower(): name for name in models}
     refs: dict[str, list[TableRef]] = {}
+    tables: dict[str, list[tuple[str, ...]]] = {}
     for name in sorted(models):
         model = models[name]
         deps: set[str] = set()
@@ -70,7 +73,10 @@ def build_model_set(models: dict[str, Model]) -> ModelSet:
                 close = difflib.get_close_matches(dep, list(models), n=1)
                 raise UnknownDependencyError(dep, name, close[0] if close else None)
             deps.add(dep)
-        model_refs = [r for r in find_table_refs(model.sql) if r.name.lower() in lower_names]
+        dotted: list[tuple[str, ...]] = []
+        model_refs = [r for r in find_table_refs(model.sql, dotted) if r.name.lower() in lower_names]
+        if dotted:
+            tables[name] = dotted
         for ref in model_refs:
             target = lower_names[ref.name.lower()]
             if target != name:
@@ -87,7 +93,7 @@ def build_model_set(models: dict[str, Model]) -> ModelSet:
     order = topological_order({name: model.depends_on for name, model in models.items()})
     if len(order) != len(models):
         raise CircularDependencyError(_cycle_members(models, set(models).difference(order)))
-    return ModelSet(models=models, order=order, dependents=dependents, refs=refs)
+    return ModelSet(models=models, order=order, dependents=dependents, refs=refs, tables=tables)
 
 
 def _cycle_members(models: dict[str, Model], remaining: set[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """Load the model files of a transformation pipeline: ``.sql`` bodies, ``.toml`` sidecars, defaults.
 
-``models/_defaults.toml`` supplies ``[target]`` defaults; each sidecar may set ``name``, ``depends_on``,
-``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL bodies never do.
+``models/_defaults.toml`` supplies ``[target]`` and ``[strategy]`` defaults; each sidecar may set ``name``,
+``depends_on``, ``[strategy]``, ``[target]`` and ``freshness``. Sidecars get ``${VAR}`` substitution; SQL
+bodies never do.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from rocky_engine.errors import ConfigError, ModelError
 from rocky_engine.models.dag import ModelSet, build_model_set
 from rocky_engine.models.model import STRATEGY_TYPES, Model, ModelTarget, Strategy
 
-_SIDECAR_KEYS = frozenset({"name", "depends_on", "strategy", "target", "freshness", "description", "tags"})
+_SIDECAR_KEYS = frozenset(
+    {"name", "depends_on", "strategy", "target", "freshness", "description", "owners", "tags"}
+)
 _STRATEGY_KEYS = frozenset({"type", "timestamp_column", "unique_key", "update_columns", "partition_by"})
 _TARGET_KEYS = frozenset({"catalog", "schema", "table"})
 _FRESHNESS_KEYS = frozenset({"max_lag_seconds"})
 _DEFAULT_TARGET_KEYS = frozenset({"catalog", "schema"})  # a shared table name would be a collision
-_DEFAULTS_KEYS = frozenset({"target"})  # _defaults.toml supplies [target] defaults only (CONTRACT section 2)
+#: _defaults.toml supplies [target] (CONTRACT section 2) and, as upstream Rocky does, [strategy] defaults
+_DEFAULTS_KEYS = frozenset({"target", "strategy"})
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -85,9 +89,10 @@ def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
 def _defaults_for(
     directory: Path, base: Path, environ: Mapping[str, str], cache: dict[Path, dict[str, Any]]
 ) -> dict[str, Any]:
-    """``[target]`` defaults for models in ``directory``: every ``_defaults.toml`` from ``base`` down to
-    ``directory``, the nearest one winning key by key (so ``models/marts/_defaults.toml`` can set the
-    schema of every mart while ``models/_defaults.toml`` sets the catalog)."""
+    """``{"target": {...}, "strategy": {...}}`` defaults for models in ``directory``: every
+    ``_defaults.toml`` from ``base`` down to ``directory``, the nearest one winning key by key (so
+    ``models/marts/_defaults.toml`` can set the schema of every mart while ``models/_defaults.toml`` sets
+    the catalog)."""
     if directory in cache:
         return cache[directory]
     inherited = (
@@ -95,7 +100,8 @@ def _defaults_for(
         if directory != base and base in directory.parents
         else {}
     )
-    merged = dict(inherited)
+    merged: dict[str, Any] = {"target": dict(inherited.get("target", {})),
+                              "strategy": dict(inherited.get("strategy", {}))}
     path = directory / "_defaults.toml"
     if path.is_file():
         data = _read_toml(path, environ)
@@ -104,9 +110,22 @@ def _defaults_for(
         if not isinstance(target, dict):
             raise ConfigError("[target] must be a table", file=path, key="target")
         _reject_unknown(target, _DEFAULT_TARGET_KEYS, path, "target.")
-        merged.update(target)
+        merged["target"].update(target)
+        strategy = data.get("strategy", {})
+        if not isinstance(strategy, dict):
+            raise ConfigError("[strategy] must be a table", file=path, key="strategy")
+        _reject_unknown(strategy, _STRATEGY_KEYS, path, "strategy.")
+        merged["strategy"] = _merge_strategy(merged["strategy"], strategy)
     cache[directory] = merged
     return merged
+
+
+def _merge_strategy(default: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """A nearer ``[strategy]`` over a default one: key by key while both name the same type; a nearer table
+    naming another type replaces the default whole (an inherited ``unique_key`` means nothing to it)."""
+    if "type" in own and own.get("type") != default.get("type", "full_refresh"):
+        return dict(own)
+    return {**default, **own}
 
 
 def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str, str]) -> Model:
@@ -120,12 +139,20 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
     sidecar = _read_toml(sidecar_path, environ) if sidecar_path.is_file() else {}
     _reject_unknown(sidecar, _SIDECAR_KEYS, sidecar_path, "")
     name = str(sidecar.get("name") or sql_path.stem)
-    strategy = _strategy(sidecar.get("strategy", {}), sidecar_path)
+    own_strategy = sidecar.get("strategy", {})
+    if not isinstance(own_strategy, dict):
+        raise ConfigError("[strategy] must be a table", file=sidecar_path, key="strategy")
+    default_strategy = defaults.get("strategy", {})
+    strategy = _strategy(
+        _merge_strategy(default_strategy, own_strategy),
+        # a strategy problem is reported against the file that wrote it
+        sidecar_path if own_strategy or not default_strategy else _defaults_path(sql_path.parent),
+    )
     target_tbl = sidecar.get("target", {})
     if not isinstance(target_tbl, dict):
         raise ConfigError("[target] must be a table", file=sidecar_path, key="target")
     _reject_unknown(target_tbl, _TARGET_KEYS, sidecar_path, "target.")
-    merged = {**defaults, **target_tbl}
+    merged = {**defaults.get("target", {}), **target_tbl}
     target = ModelTarget(
         catalog=_opt_str(merged.get("catalog")),
         schema=_opt_str(merged.get("schema")),
@@ -146,6 +173,9 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
         raise ConfigError(
             "max_lag_seconds must be a positive integer", file=sidecar_path, key="freshness.max_lag_seconds"
         )
+    description = sidecar.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError("description must be a string", file=sidecar_path, key="description")
     return Model(
         name=name,
         path=sql_path,
@@ -154,7 +184,43 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
         target=target,
         explicit_deps=tuple(deps),
         max_lag_seconds=lag,
+        description=(description or "").strip() or None,
+        owners=_owners(sidecar.get("owners"), sidecar_path),
+        tags=_tags(sidecar.get("tags"), sidecar_path),
     )
+
+
+def _owners(value: Any, path: Path) -> tuple[str, ...]:
+    """``owners = ["team:data", "ana@example.com"]`` (one string is one owner)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError("owners must be a list of strings", file=path, key="owners",
+                      hint='write owners = ["team:data", "ana@example.com"]')
+
+
+def _tags(value: Any, path: Path) -> dict[str, str]:
+    """``tags = { layer = "mart" }``, or a list of bare tags (``["pii"]``, each with an empty value)."""
+    if value is None:
+        return {}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return dict.fromkeys(value, "")
+    if isinstance(value, dict) and all(isinstance(v, str | int | float | bool) for v in value.values()):
+        return {str(k): v if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in value.items()}
+    raise ConfigError("tags must be a table of strings or a list of strings", file=path, key="tags",
+                      hint='write tags = { layer = "mart" } or tags = ["pii"]')
+
+
+def _defaults_path(directory: Path) -> Path:
+    """The nearest ``_defaults.toml`` at or above ``directory`` (for naming it in an error)."""
+    for candidate in (directory, *directory.parents):
+        if (candidate / "_defaults.toml").is_file():
+            return candidate / "_defaults.toml"
+    return directory / "_defaults.toml"
 
 
 def _reject_unknown(table: Mapping[str, Any], allowed: frozenset[str], path: Path, prefix: str) -> None:

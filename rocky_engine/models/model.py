@@ -45,7 +45,30 @@ class Model:
     explicit_deps: tuple[str, ...] = ()
     max_lag_seconds: int | None = None
     depends_on: list[str] = field(default_factory=list)  # resolved model names, sorted
+    #: the sidecar's ``description``, ``owners`` and ``tags`` (the engine only reports them: ``rocky dag``)
+    description: str | None = None
+    owners: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
     _sql_hash: str | None = None
+
+    @property
+    def leading_comment(self) -> str | None:
+        """The comment the SQL file opens with (``--`` lines or one ``/* */`` block), as one text: what
+        describes the model when its sidecar has no ``description``."""
+        text = self.sql.lstrip()
+        if text.startswith("/*"):
+            end = text.find("*/")
+            body = text[2:end] if end > 0 else ""
+            lines = [line.strip().lstrip("*").strip() for line in body.splitlines()]
+        else:
+            lines = []
+            for line in text.splitlines():
+                stripped = line.strip()
+                if not stripped.startswith("--"):
+                    break
+                lines.append(stripped[2:].strip())
+        found = " ".join(line for line in lines if line)
+        return found or None
 
     @property
     def sql_hash(self) -> str:

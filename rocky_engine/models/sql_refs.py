@@ -1,4 +1,4 @@
-"""Find bare table references in a model's SQL and render ``{{ var('x') }}`` placeholders.
+"""Find bare table references in a model's SQL and render ``{{ var('x') }}`` / ``@var(x)`` placeholders.
 
 A model depends on every other model whose name appears as a bare (unqualified) table name in its SQL
 (CONTRACT section 2). A regex scanner (strings and comments skipped; a quoted identifier is a name, never
@@ -44,6 +44,12 @@ _VAR = re.compile(
     r"""\{\{\s*var\(\s*(?P<q>['"])(?P<name>[A-Za-z0-9_]+)(?P=q)\s*"""
     r"""(?:,\s*(?P<dq>['"])(?P<default>(?:(?!(?P=dq))[^\\]|\\.)*)(?P=dq)\s*)?\)\s*\}\}"""
 )
+# Upstream Rocky's marker: ``@var(name)``, ``@var(name, default)``; name and default may be quoted or bare
+# (a bare default runs to the closing parenthesis, so ``@var(day, 2024-01-01)`` defaults to 2024-01-01).
+_AT_VAR = re.compile(
+    r"""@var\(\s*(?:(?P<q>['"])(?P<qname>[A-Za-z0-9_]+)(?P=q)|(?P<name>[A-Za-z_][A-Za-z0-9_]*))\s*"""
+    r"""(?:,\s*(?:(?P<dq>['"])(?P<qdefault>(?:(?!(?P=dq))[^\\]|\\.)*)(?P=dq)|(?P<default>[^)'"]*?))\s*)?\)"""
+)
 # Any other template call left after rendering (dbt's ``{{ ref('x') }}``, ``{{ config(...) }}``).
 _TEMPLATE_CALL = re.compile(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\(.*?\}\}", re.DOTALL)
 
@@ -69,14 +75,20 @@ class _Group:
 _NONE: tuple[str, str | None] = ("", None)
 
 
-def find_table_refs(sql: str) -> list[TableRef]:
+def find_table_refs(sql: str, dotted: list[tuple[str, ...]] | None = None) -> list[TableRef]:
     """Bare identifiers (plain or double-quoted) in table position, in order of appearance.
 
     Table position is right after FROM / JOIN, or an item of the comma list that follows FROM, at a
     level that is a query (not a function call's ``FROM``). Dotted names, table functions (``name(``)
     and CTE names are excluded.
+
+    ``dotted``, when given, receives the dotted names in table position (``schema.table``,
+    ``catalog.schema.table``, parts unquoted): the tables a model reads that are not models, found in the
+    same scan so ``rocky dag`` pays nothing extra for them.
     """
     refs: list[TableRef] = []
+    chain: list[str] | None = None  # the parts of a dotted name in table position, while it goes on
+    chain_wants_part = False  # the chain just saw "." and waits for its next part
     cte_names: set[str] = set()
     # The last significant tokens as (keyword form, identifier name or None), newest last.
     hist: list[tuple[str, str | None]] = [_NONE, _NONE, _NONE, _NONE]
@@ -89,9 +101,21 @@ def find_table_refs(sql: str) -> list[TableRef]:
             continue
         text = m.group()
         if pending is not None:
-            if text not in (".", "("):
+            if text == "." and dotted is not None:
+                chain, chain_wants_part = [pending.name], True
+            elif text not in (".", "("):
                 refs.append(pending)
             pending = None
+        elif chain is not None:
+            if chain_wants_part and kind in ("ident", "qident"):
+                chain.append(text if kind == "ident" else text[1:-1].replace('""', '"'))
+                chain_wants_part = False
+            elif not chain_wants_part and text == ".":
+                chain_wants_part = True
+            else:
+                if not chain_wants_part and text != "(" and dotted is not None:
+                    dotted.append(tuple(chain))
+                chain = None
         group = groups[-1]
         name: str | None = None
         if kind == "ident":
@@ -127,6 +151,8 @@ def find_table_refs(sql: str) -> list[TableRef]:
         del hist[0]
     if pending is not None:
         refs.append(pending)
+    if chain is not None and not chain_wants_part and dotted is not None:
+        dotted.append(tuple(chain))
     if cte_names:
         refs = [r for r in refs if r.name.lower() not in cte_names]
     return refs
@@ -150,25 +176,25 @@ def _cte_name(hist: list[tuple[str, str | None]], closed_before: tuple[str, str 
 
 
 def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
-    """Replace ``{{ var('name') }}`` / ``{{ var('name', 'default') }}`` with ``--var`` values.
+    """Replace ``{{ var('name') }}`` / ``{{ var('name', 'default') }}`` and upstream's ``@var(name)`` /
+    ``@var(name, default)`` with ``--var`` values (the same lookup and the same error for both forms).
 
     Raises:
         ModelError: a variable without a default was not given with ``--var``, or the SQL uses another
             template call (``{{ ref('x') }}``) that would otherwise reach the warehouse as a syntax error.
     """
+    if "@var(" in sql:
+        sql = _AT_VAR.sub(lambda m: _value(
+            m.group("qname") or m.group("name"),
+            m.group("qdefault") if m.group("dq") else m.group("default"),
+            variables, model, f"@var({m.group('qname') or m.group('name')}, <default>)",
+        ), sql)
     if "{{" not in sql:
         return sql
 
     def replace(m: re.Match[str]) -> str:
-        name, default = m.group("name"), m.group("default")
-        if name in variables:
-            return variables[name]
-        if default is not None:
-            return default
-        raise ModelError(
-            f"model '{model}' uses variable '{name}' but no value was given",
-            hint=f"pass --var {name}=<value> or write {{{{ var('{name}', '<default>') }}}}",
-        )
+        name = m.group("name")
+        return _value(name, m.group("default"), variables, model, f"{{{{ var('{name}', '<default>') }}}}")
 
     rendered = _VAR.sub(replace, sql)
     other = _TEMPLATE_CALL.search(rendered)
@@ -178,6 +204,21 @@ def render_vars(sql: str, variables: Mapping[str, str], *, model: str) -> str:
             hint="only {{ var('name') }} is rendered; reference other models by their bare table name",
         )
     return rendered
+
+
+def _value(
+    name: str, default: str | None, variables: Mapping[str, str], model: str, with_default: str
+) -> str:
+    """The ``--var`` value of ``name``, else the marker's default; no value at all is an error
+    (``with_default``: the marker's own form with a default, for the hint)."""
+    if name in variables:
+        return variables[name]
+    if default is not None:
+        return default
+    raise ModelError(
+        f"model '{model}' uses variable '{name}' but no value was given",
+        hint=f"pass --var {name}=<value> or write {with_default}",
+    )
 
 
 def strip_trailing_semicolon(sql: str) -> str:

@@ -94,11 +94,16 @@ def run_ci(
     variables: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    models_dir: str | None = None,
 ) -> CiOutput:
     """Everything ``rocky ci`` does.
 
+    Args:
+        models_dir: ``--models DIR``: the transformation pipeline reads its models from there.
+
     Raises:
-        UsageError: ``pipeline`` is not a transformation pipeline of the project.
+        UsageError: ``pipeline`` is not a transformation pipeline of the project; ``models_dir`` is not a
+            directory or no single transformation pipeline takes it.
     """
     import os
 
@@ -107,13 +112,21 @@ def run_ci(
 
     env = os.environ if environ is None else environ
     tally = _Tally()
-    validation = run_validation(config_path, env=env)
+
+    def point(config: RockyConfig) -> str | None:
+        if models_dir is None:
+            return pipeline
+        from rocky_engine.models.models_flag import point_models_at
+
+        return point_models_at(config, models_dir, pipeline)
+
+    validation = run_validation(config_path, env=env, adjust=point)
     for m in validation.messages:
         tally.add(m.severity, m.code, m.message + (f" [{m.field}]" if m.field else ""))
     if not validation.valid:
         return _result(tally)
     config = load_config(config_path, env=env)
-    names = _pipelines(config, pipeline)
+    names = _pipelines(config, point(config))
     for name in names:
         _check_pipeline(config, name, tally, dict(variables or {}), env, now or datetime.now(UTC))
     for name, p in config.pipelines.items():

@@ -21,7 +21,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,11 +34,10 @@ from rocky_engine.errors import (
     StateSchemaError,
     UsageError,
 )
+from rocky_engine.ops.doctor_finding import Finding, worst
 from rocky_engine.output import Result, md_table, render_rows
 from rocky_engine.project import Project, load_project
 from rocky_engine.wire.doctor import DoctorCheck, DoctorResult, DoctorStatus
-
-Status = DoctorStatus
 
 if TYPE_CHECKING:
     from rocky_engine.state.store import StateStore
@@ -50,20 +48,6 @@ CHECK_NAMES: tuple[str, ...] = (
 )
 #: checks that apply only to a remote ``[state] backend`` (run when one is configured, or when asked)
 REMOTE_CHECKS: tuple[str, ...] = ("state_rw", "state_concurrency")
-_RANK: dict[str, int] = {"healthy": 0, "warning": 1, "critical": 2}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What one check concluded."""
-
-    status: Status
-    message: str
-    suggestions: tuple[str, ...] = ()
-
-
-def worst(statuses: list[Status]) -> Status:
-    return max(statuses, key=lambda s: _RANK[s], default="healthy")
 
 
 class DoctorOutput(DoctorResult, Result):
@@ -149,7 +133,7 @@ def run_doctor(
         )
     on_mismatch = project.config.state.on_schema_mismatch if project is not None else "recreate"
     for name, check in (
-        ("state", lambda: check_state(store_file)),
+        ("state", lambda: with_upstream_store(check_state(store_file), store_file)),
         ("state_schema", lambda: check_state_schema(store_file, on_mismatch)),
     ):
         if only in (None, name):
@@ -273,12 +257,27 @@ def check_state(path: Path) -> Finding:
     return Finding("healthy", f"{path} readable, {runs} run(s) recorded")
 
 
+def with_upstream_store(finding: Finding, path: Path) -> Finding:
+    """``finding`` of the state check, plus a warning when upstream Rocky's ``.rocky-state.redb`` sits beside
+    the store: its watermarks and history are not read, which an operator moving a project must know."""
+    from rocky_engine.state.location import upstream_store_beside, upstream_store_message
+
+    redb = upstream_store_beside(path)
+    if redb is None:
+        return finding
+    status: DoctorStatus = "critical" if finding.status == "critical" else "warning"
+    return Finding(
+        status, f"{finding.message}; {upstream_store_message(redb)}",
+        (*finding.suggestions, f"move {redb} out of the project once you no longer need it"),
+    )
+
+
 def _read_back(store: StateStore) -> None:
     """Decode what the other commands read first (history's window, the scheduler's cursors and claims,
     the watermarks): damage SQLite's quick check cannot see (a timestamp overwritten with other text)
     raises StateDamagedError here rather than in the next run."""
-    from rocky_engine.state.claims import ClaimRepo
     from rocky_engine.state.schedule import ScheduleRepo
+    from rocky_engine.state.schedule_claims import ClaimRepo
 
     store.runs.list(limit=50)
     store.watermarks.all()

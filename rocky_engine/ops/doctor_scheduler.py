@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rocky_engine.ops.doctor import Finding
+from rocky_engine.ops.doctor_finding import Finding
 from rocky_engine.project import Project
 
 

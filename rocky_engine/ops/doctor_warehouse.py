@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocky_engine.ops.doctor import Finding, Status, worst
+from rocky_engine.ops.doctor_finding import Finding, Status, worst
 
 if TYPE_CHECKING:
     from rocky_engine.config import RockyConfig

@@ -7,6 +7,7 @@ unanswered, which :func:`launcher.start` reports as a start failure.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -105,5 +106,18 @@ class ForkServer:
                 proc.wait()
 
 
+    def close(self) -> None:
+        """Stop the server and wait for it (a no-op when none runs). A thread stuck mid-request holds the
+        lock: then the server is left to exit at the lifeline's EOF as before."""
+        if self._lock.acquire(timeout=1):
+            try:
+                self._discard()
+            finally:
+                self._lock.release()
+
+
 #: the one fork server of this process
 FORK_SERVER = ForkServer()
+# The server would exit by itself at the lifeline's EOF, but only a moment after rocky is gone: whoever
+# waits for rocky (a test, a service manager counting the unit's processes) would see it outlive rocky.
+atexit.register(FORK_SERVER.close)

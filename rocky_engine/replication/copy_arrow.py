@@ -1,13 +1,17 @@
 """Copy one table between two warehouses (PostgreSQL -> DuckDB, DuckDB -> PostgreSQL, two DuckDB files).
 
 Rows stream in Arrow record batches, never row by row through Python inserts, over the adapters' copy
-seam (``WarehouseSession.read_arrow`` / ``write_arrow``):
+seam (``WarehouseSession.read_arrow`` / ``read_arrow_ranges`` / ``scan_arrow``):
 
 1. read the source with one SELECT (incremental: ``WHERE ts > <lower bound>``, the bound being the
-   larger of the stored watermark and the target's ``MAX(ts)``) as an Arrow batch reader;
-2. land the batches in a temporary stage table on the target;
-3. apply the same statements as a same-warehouse copy, reading from the stage, in one target
-   transaction (so a failure leaves the target as it was), then drop the stage.
+   larger of the stored watermark and the target's ``MAX(ts)``) as an Arrow batch reader, or as several
+   range reads of it read concurrently (``replication.ranges``: ``[source] parallel_reads``);
+2. hand the readers to the target as one relation (``scan_arrow``): DuckDB scans the streams inside the
+   statement that writes the target, so every row is written once; a merge (which reads the arriving
+   rows twice) and a PostgreSQL target land them in a temporary stage table first;
+3. apply the same statements as a same-warehouse copy, reading from that relation, in one target
+   transaction (so a failure, a crash mid-copy included, leaves the target as it was), then drop any
+   stage. The watermark is read from the target after the commit.
 
 Each column travels as ``adapters.dialect.copy_item`` decides from the two dialects (the source casts in
 its SELECT what the target's loader or the source's reader cannot carry as is). A created target gets the
@@ -17,6 +21,7 @@ DDL types of ``column_type_from``, so the next run's drift check compares like w
 from __future__ import annotations
 
 import itertools
+from contextlib import ExitStack
 from typing import Any
 
 from rocky_engine.adapters.base import WarehouseSession
@@ -31,6 +36,7 @@ from rocky_engine.replication.copy_sql import (
     read_watermark,
     select_list,
 )
+from rocky_engine.replication.ranges import range_statements
 
 _stage_ids = itertools.count(1)
 
@@ -59,21 +65,36 @@ def copy_across(source: WarehouseSession, target: WarehouseSession, spec: CopySp
         params = [since]
     stage = f"__rocky_stage_{next(_stage_ids)}"
     arrow_columns = [(c.name, wire) for c, (_, wire) in zip(spec.columns, items, strict=True)]
+    stage_columns = [(c.name, spec.target_types[c.name]) for c in spec.columns]
+    # A merge reads the arriving rows twice (delete, then insert): only it needs a stage on DuckDB.
+    once = full or spec.strategy != "merge"
     try:
-        with source.read_arrow(sql, params, arrow_columns) as reader:
-            target.write_arrow(stage, [(c.name, spec.target_types[c.name]) for c in spec.columns], reader)
+        with ExitStack() as stack:
+            statements = _statements(source, spec, sql, params, has_where=since is not None)
+            if len(statements) == 1:
+                readers = [stack.enter_context(source.read_arrow(sql, params, arrow_columns))]
+            else:
+                readers = stack.enter_context(source.read_arrow_ranges(statements, arrow_columns))
+            relation = stack.enter_context(target.scan_arrow(stage, stage_columns, readers, once=once))
+            rows_copied = _apply(target, spec, relation)
     except AdapterError:
         raise
     except Exception as exc:  # a driver error raised while one side consumed the other's stream
         raise _driver_error(exc) from exc
-    try:
-        rows_copied = _apply(target, spec, spec.dialect.quote(stage))
-    finally:
-        try:
-            spec.dialect.drop_table(target, spec.dialect.quote(stage))
-        except AdapterError:
-            pass  # a temporary table dies with its session anyway
     return CopyResult(rows=rows_copied, watermark=read_watermark(target, spec), full=full)
+
+
+def _statements(
+    source: WarehouseSession, spec: CopySpec, sql: str, params: list[Any], *, has_where: bool
+) -> list[tuple[str, list[Any]]]:
+    """The source SELECT as parallel range reads when the spec asks for more than one and has a key."""
+    key = spec.split_key
+    if spec.parallel_reads <= 1 or key is None:
+        return [(sql, params)]
+    assert spec.source_dialect is not None
+    key_type = next(c.data_type for c in spec.columns if c.name == key)
+    return range_statements(source, spec.source_dialect, sql, params, has_where=has_where, key=key,
+                            key_type=key_type, reads=spec.parallel_reads)
 
 
 def _apply(target: WarehouseSession, spec: CopySpec, stage: str) -> int | None:

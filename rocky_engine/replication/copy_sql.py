@@ -59,6 +59,10 @@ class CopySpec:
     source_dialect: Dialect | None = None
     #: the target DDL column types when the target is created from a stage (cross-warehouse copies)
     target_types: dict[str, str] = field(default_factory=dict)
+    #: concurrent range reads of the source (cross-warehouse copies; ``replication.ranges``)
+    parallel_reads: int = 1
+    #: the key the range reads split on (None: the timestamp column)
+    split_column: str | None = None
 
     @property
     def target_rel(self) -> str:
@@ -79,6 +83,18 @@ class CopySpec:
         """The timestamp column when the source has it (merge works without one)."""
         if self.timestamp_column and any(c.name == self.timestamp_column for c in self.columns):
             return self.timestamp_column
+        return None
+
+    @property
+    def split_key(self) -> str | None:
+        """The column range reads split on, when the source has it as an integer, date or timestamp."""
+        from rocky_engine.replication.ranges import SPLITTABLE
+
+        name = self.split_column or self.timestamp_column
+        parse = (self.source_dialect or self.dialect).parse_type
+        for col in self.columns:
+            if col.name == name and parse(col.data_type).family in SPLITTABLE:
+                return name
         return None
 
     @property

@@ -2,13 +2,15 @@
 
 Runs each replication pipeline's discovery adapter (or only ``--pipeline``'s), drops the pipeline's
 ``excluded_tables`` (listed separately), and reports every source once (the first pipeline that sees a
-source id wins). Warehouse sources have no sync clock: ``last_sync_at`` is ``null``. Warehouse
-adapters are opened read-only. Schemas that carry a pattern's prefix but do not fit it are warned about
-on stderr.
+source id wins). A warehouse source's ``last_sync_at`` is the newest ``timestamp_column`` value of its
+tables (``adapters.discovery``, one batched query). Warehouse adapters are opened read-only. Schemas
+that carry a pattern's prefix but do not fit it are warned about on stderr.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocky_engine.errors import UsageError
@@ -71,7 +73,7 @@ def discover(config: RockyConfig, pipeline_name: str | None = None) -> DiscoverO
     """
     from rocky_engine.adapters.discovery import open_discovery
     from rocky_engine.config.pipelines import ReplicationPipeline
-    from rocky_engine.replication.plan import apply_exclusions
+    from rocky_engine.replication.table_plan import apply_exclusions
 
     log = get_logger("discover")
     if pipeline_name is not None:
@@ -125,3 +127,43 @@ def _failed_info(failed: FailedSource) -> FailedSourceOutput:
         id=failed.id, schema=failed.schema, source_type=failed.source_type, error_class=failed.error_class,
         message=failed.message, cooldown_seconds=failed.cooldown_seconds,
     )
+
+
+#: the discovery cache under ``.rocky/``: the document of the last full ``rocky discover``
+DISCOVER_CACHE = "discover.json"
+
+
+def write_cache(dot_rocky: Path, result: DiscoverResult) -> None:
+    """Keep ``result`` as the discovery cache (atomically: a reader never sees half a document). A cache
+    that cannot be written costs only a warning: discover itself succeeded."""
+    from rocky_engine.wire.base import document_text
+
+    path = dot_rocky / DISCOVER_CACHE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        dot_rocky.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(document_text(result), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        get_logger("discover").warning("could not write the discovery cache %s: %s", path, exc)
+
+
+def read_cache(dot_rocky: Path) -> DiscoverResult | None:
+    """The discovery cache; None when there is none, or (with a warning) when it does not read."""
+    import json
+
+    path = dot_rocky / DISCOVER_CACHE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        get_logger("discover").warning("ignoring the discovery cache %s: %s", path, exc)
+        return None
+    try:
+        return DiscoverResult.model_validate(json.loads(text))
+    except ValueError as exc:
+        get_logger("discover").warning("ignoring the discovery cache %s: it does not read (%s)", path,
+                                       str(exc).splitlines()[0])
+        return None

@@ -29,6 +29,8 @@ DROP_AND_RECREATE = "drop_and_recreate"
 class DriftStep:
     action: str
     reason: str
+    #: the columns the step is about (the ``rocky.events`` drift event names them)
+    columns: tuple[str, ...] = ()
 
 
 @dataclass
@@ -63,6 +65,7 @@ def decide(
     decision = DriftDecision()
     existing = {c.name: c for c in target}
     rebuild_reasons: list[str] = []
+    rebuilt: list[str] = []
     for col in source:
         expected = target_dialect.column_type_from(col.data_type, source_dialect)
         rendered = target_dialect.render_type(expected)
@@ -70,7 +73,7 @@ def decide(
         if have is None:
             decision.add_columns.append((col.name, rendered))
             reason = f"column '{col.name}' ({rendered}) is new in the source"
-            decision.steps.append(DriftStep(ADD_COLUMN, reason))
+            decision.steps.append(DriftStep(ADD_COLUMN, reason, (col.name,)))
             continue
         actual = target_dialect.parse_type(have.data_type)
         if target_dialect.same_type(expected, actual):
@@ -78,12 +81,15 @@ def decide(
         if target_dialect.is_safe_widening(actual, expected):
             decision.alter_columns.append((col.name, rendered))
             decision.steps.append(
-                DriftStep(ALTER_COLUMN_TYPE, f"column '{col.name}' widened {have.data_type} -> {rendered}")
+                DriftStep(ALTER_COLUMN_TYPE, f"column '{col.name}' widened {have.data_type} -> {rendered}",
+                          (col.name,))
             )
         else:
+            rebuilt.append(col.name)
             rebuild_reasons.append(
                 f"column '{col.name}' changed {have.data_type} -> {rendered}, which is not a safe widening"
             )
     if rebuild_reasons:
-        return DriftDecision(rebuild=True, steps=[DriftStep(DROP_AND_RECREATE, "; ".join(rebuild_reasons))])
+        return DriftDecision(rebuild=True, steps=[
+            DriftStep(DROP_AND_RECREATE, "; ".join(rebuild_reasons), tuple(rebuilt))])
     return decision

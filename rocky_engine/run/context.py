@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.hooks.sink import EventSink, NullEventSink
@@ -16,6 +17,7 @@ from rocky_engine.state._time import now_utc
 if TYPE_CHECKING:
     from rocky_engine.config import RockyConfig
     from rocky_engine.project import Project
+    from rocky_engine.run.events import RunEventStream
     from rocky_engine.state.store import StateStore
 
 
@@ -35,6 +37,13 @@ class RunContext:
     completed_keys: frozenset[str] = frozenset()
     #: the run's clock (UTC): every timestamp a runner records or compares with comes from it
     clock: Callable[[], datetime] = now_utc
+
+    @cached_property
+    def stream(self) -> RunEventStream:
+        """The run's ``rocky.events`` stream (JSON lines on stderr, Dagster Pipes), opened on first use."""
+        from rocky_engine.run.events import RunEventStream
+
+        return RunEventStream.open(self.pipeline_name, self.run_id)
 
     @property
     def config(self) -> RockyConfig:

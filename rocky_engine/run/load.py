@@ -9,6 +9,10 @@ file with new columns widens the table (``ADD COLUMN``); missing columns read NU
 record (CONTRACT section 3); the files loaded are noted in the state store's ``loaded_files`` table for
 inspection only.
 
+A store newer than this engine under ``on_schema_mismatch = "recreate"`` runs the load "once as a full
+refresh" (seeds/deployment-contract.md): from a fresh local state, with no memory of earlier loads, the
+target tables of the files are rebuilt from them (dropped, then loaded), never appended to a second time.
+
 A target whose dialect cannot read local files (``capabilities.reads_local_files``: PostgreSQL) is
 refused: moving files into it needs a COPY path this engine does not have yet.
 """
@@ -99,17 +103,35 @@ def discover_files(pipeline: LoadPipeline, source_dir: Path) -> list[SourceFile]
     return files
 
 
-def load_file(adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool) -> int:
-    """Append one file to its table in one transaction; return the rows loaded."""
+def load_file(
+    adapter: WarehouseAdapter, pipeline: LoadPipeline, file: SourceFile, exists: bool, *,
+    truncate: bool = False,
+) -> int:
+    """Append one file to its table in one transaction; return the rows loaded.
+
+    ``truncate``: empty the table first, in the same transaction, so a file that fails leaves the
+    table as it was (``options.truncate_first``).
+    """
     target = pipeline.target
+    options = pipeline.options
     dialect = adapter.dialect
     table = TableName(target.catalog, target.schema_, file.table,
                       adapter.qualified(target.schema_, file.table, target.catalog))
-    select = f"SELECT * FROM {dialect.scan_files(file.format, [str(file.path)])}"
+    scan = dialect.scan_files(
+        file.format, [str(file.path)], csv_delimiter=options.csv_delimiter, csv_header=options.csv_has_header
+    )
+    select = f"SELECT * FROM {scan}"
+    if not exists and not options.create_table:
+        raise UsageError(
+            f"target table {table.full_name} does not exist and options.create_table = false",
+            hint="create the table first, or set create_table = true",
+        )
     with adapter.transaction():
         if not exists:
             dialect.create_table_as(adapter, table.qualified, select)
             return int(scalar(adapter.query(f"SELECT COUNT(*) FROM {table.qualified}")) or 0)
+        if truncate:
+            dialect.truncate_table(adapter, table.qualified)
         have = {c.name.lower() for c in adapter.describe(target.schema_, file.table, target.catalog)}
         for column in dialect.describe_select(adapter, select):
             if column.name.lower() not in have:
@@ -138,8 +160,10 @@ def execute_load(
     name: str,
     *,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wait_for_lock: float = 0,
 ) -> LoadOutput:
-    """Load every file of pipeline ``name``'s ``source_dir``; per-file containment.
+    """Load every file of pipeline ``name``'s ``source_dir``; per-file containment. ``wait_for_lock``:
+    seconds to wait for the state writer lock another process holds.
 
     Raises:
         UsageError: ``name`` is not a load pipeline.
@@ -168,6 +192,11 @@ def execute_load(
             hint="load into a DuckDB adapter (and replicate onward), or use a child connector",
         )
     catalog = getattr(adapter_cfg, "catalog", None)
+    if pipeline.target.catalog == "" and catalog is not None:
+        # upstream's `catalog = ""`: the adapter's default catalog (a DuckDB file's stem)
+        pipeline = pipeline.model_copy(
+            update={"target": pipeline.target.model_copy(update={"catalog": catalog})}
+        )
     if catalog is not None and pipeline.target.catalog != catalog:
         raise ConfigError(
             f"load pipeline '{name}' targets catalog '{pipeline.target.catalog}', but adapter "
@@ -186,7 +215,8 @@ def execute_load(
     # On a remote [state] backend the store is downloaded into first and uploaded after, like a run, so
     # loaded_files is never lost to the next run's download.
     synced = open_synced_store(
-        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer=on_newer
+        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer=on_newer,
+        wait_for_lock=wait_for_lock,
     )
     with synced as store, InterruptGuard() as guard:
         if not files:
@@ -195,7 +225,7 @@ def execute_load(
             adapter = open_adapter(project.config, pipeline.target.adapter)
             guard.on_interrupt(adapter.interrupt)
             try:
-                _load_all(adapter, pipeline, files, out, guard.stop.is_set)
+                _load_all(adapter, pipeline, files, out, guard.stop.is_set, rebuild=store.downgraded)
             finally:
                 adapter.close()
             out.interrupted = guard.stop.is_set() or None
@@ -208,18 +238,25 @@ def execute_load(
 
 def _load_all(
     adapter: WarehouseAdapter, pipeline: LoadPipeline, files: list[SourceFile], out: LoadOutput,
-    stopped: Callable[[], bool],
+    stopped: Callable[[], bool], *, rebuild: bool = False,
 ) -> None:
     target = pipeline.target
     adapter.ensure_schema(target.schema_, target.catalog)
     existing = set(adapter.list_tables(target.schema_, target.catalog))
+    if rebuild:
+        _drop_targets(adapter, pipeline, sorted(existing & {f.table for f in files}))
+        existing -= {f.table for f in files}
+    # truncate_first: each table is emptied once, by the first file of this load that lands in it
+    emptied: set[str] = set() if pipeline.options.truncate_first else {f.table for f in files}
     for file in files:
         if stopped():
             break
         full = ".".join(p for p in (target.catalog, target.schema_, file.table) if p)
         t0 = time.perf_counter()
         try:
-            rows = load_file(adapter, pipeline, file, file.table in existing)
+            rows = load_file(
+                adapter, pipeline, file, file.table in existing, truncate=file.table not in emptied
+            )
         except RockyError as exc:
             message = exc.message if isinstance(exc, AdapterError) else str(exc)
             log.error("loading %s into %s failed: %s", file.display, file.table, message)
@@ -227,9 +264,24 @@ def _load_all(
                                duration_ms=int((time.perf_counter() - t0) * 1000)))
             continue
         existing.add(file.table)
+        emptied.add(file.table)
         log.info("loaded %s into %s: %d rows", file.display, file.table, rows)
         out.add(LoadedFile(path=file.display, table=file.table, target=full, rows=rows, bytes=file.size,
                            duration_ms=int((time.perf_counter() - t0) * 1000)))
+
+
+def _drop_targets(adapter: WarehouseAdapter, pipeline: LoadPipeline, tables: list[str]) -> None:
+    """A full refresh: the target tables the files load into go first, so the files rebuild them."""
+    if not tables:
+        return
+    target = pipeline.target
+    log.warning(
+        "on_schema_mismatch = recreate: rebuilding %s from the files (a full refresh: the fresh state does "
+        "not know which files earlier loads appended)", ", ".join(tables),
+    )
+    with adapter.transaction():
+        for table in tables:
+            adapter.dialect.drop_table(adapter, adapter.qualified(target.schema_, table, target.catalog))
 
 
 def _record_loaded(

@@ -19,6 +19,8 @@ from rocky_engine.models.model import Strategy
 class Materialized:
     rows: int | None
     watermark: str | None = None
+    #: rows in the target after the write, when counted (``run.events``)
+    row_count: int | None = None
 
 
 def materialize(

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 class RunOptions:
     pipeline: str | None = None
     filter: str | None = None
-    model: str | None = None
+    #: ``--model`` selectors (``NAME``, ``+NAME``, ``NAME+``); empty: every model (``run.selection``)
+    models: tuple[str, ...] = ()
     parallel: int | None = None
     resume: str | None = None
     resume_latest: bool = False
@@ -17,3 +18,5 @@ class RunOptions:
     variables: dict[str, str] = field(default_factory=dict)
     trigger: str = "Manual"
     submission_id: str | None = None
+    #: ``--wait-for-lock``: seconds to wait for the state writer lock another process holds (0: fail)
+    wait_for_lock: float = 0

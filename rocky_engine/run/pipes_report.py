@@ -1,4 +1,6 @@
-"""Report a finished run to Dagster Pipes when the engine was launched under a Pipes session.
+"""Report a run to Dagster Pipes when the engine was launched under a Pipes session: each materialization
+and check as it happens (``run.events`` calls the session's reporter), and at the end whatever was not
+streamed.
 
 Only active when ``DAGSTER_PIPES_CONTEXT`` is in the environment; ``dagster_pipes`` is imported lazily then,
 so the engine never depends on Dagster otherwise. Dagster rejects events for assets or checks it did not
@@ -9,13 +11,17 @@ A reporting problem is logged and never changes the run's outcome.
 
 from __future__ import annotations
 
+import atexit
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from rocky_engine.logs import get_logger
 from rocky_engine.run.output import RunOutput
+from rocky_engine.wire.checks import CheckResult
 from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
+from rocky_engine.wire.run import MaterializationInfo
 
 PIPES_CONTEXT_ENV = "DAGSTER_PIPES_CONTEXT"
 EXTRAS_KEY = "rocky"
@@ -25,56 +31,124 @@ def pipes_active(environ: Mapping[str, str] | None = None) -> bool:
     return PIPES_CONTEXT_ENV in (os.environ if environ is None else environ)
 
 
-def report_to_pipes(out: RunOutput, environ: Mapping[str, str] | None = None) -> int:
-    """Report ``out``'s materializations and check results; return how many events were sent."""
+class PipesReporter:
+    """One Pipes session for the whole run: events are reported as they happen (``run.events``), then
+    :func:`report_to_pipes` reports what was not streamed and closes the session.
+
+    Dagster refuses a second materialization of one asset in a step, so each asset and each check is sent
+    once; the calls are serialized (model tasks finish on several threads).
+    """
+
+    def __init__(self, pipes: Any) -> None:
+        self.pipes = pipes
+        self.in_scope: set[str] = set(pipes.asset_keys) if pipes.is_asset_step else set()
+        self.wanted_checks = _wanted_checks(pipes.extras)
+        self.sent_assets: set[str] = set()
+        self.sent_checks: set[tuple[str, str]] = set()
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def materialization(self, mat: MaterializationInfo, run_id: str | None,
+                        row_count: int | None = None) -> None:
+        key = _key(mat.asset_key)
+        with self._lock:
+            if key not in self.in_scope or key in self.sent_assets:
+                return
+            metadata = materialization_metadata(mat, run_id)
+            if row_count is not None:
+                metadata["dagster/row_count"] = row_count  # the table's rows after the run, when counted
+            self._send(lambda: self.pipes.report_asset_materialization(asset_key=key, metadata=metadata))
+            self.sent_assets.add(key)
+
+    def check(self, asset_key: list[str], check: CheckResult) -> None:
+        key = _key(asset_key)
+        with self._lock:
+            if key not in self.in_scope or (key, check.name) in self.sent_checks:
+                return
+            if self.wanted_checks is not None and (key, check.name) not in self.wanted_checks:
+                return
+            self._send(lambda: self.pipes.report_asset_check(
+                check_name=check.name, passed=check.passed, severity=dagster_severity(check),
+                metadata=check_metadata(check) or None, asset_key=key,
+            ))
+            self.sent_checks.add((key, check.name))
+
+    def _send(self, call: Any) -> None:
+        try:
+            call()
+            self.count += 1
+        except Exception as exc:  # reporting is best-effort: the run result on stdout stays the truth
+            get_logger("pipes").warning("could not report to Dagster Pipes: %s", exc)
+
+
+_session: tuple[Any, PipesReporter] | None = None
+_session_lock = threading.Lock()
+
+
+def pipes_reporter(environ: Mapping[str, str] | None = None) -> PipesReporter | None:
+    """The run's Pipes reporter, opened on first use; None outside Pipes (or without dagster-pipes)."""
+    global _session
     if not pipes_active(environ):
-        return 0
-    log = get_logger("pipes")
+        return None
+    with _session_lock:
+        if _session is not None:
+            return _session[1]
+        log = get_logger("pipes")
+        try:
+            from dagster_pipes import open_dagster_pipes
+        except ImportError:
+            log.warning("launched under Dagster Pipes but dagster-pipes is not installed; install "
+                        "rocky[dagster]")
+            return None
+        try:
+            manager = open_dagster_pipes()
+            pipes = manager.__enter__()
+        except Exception as exc:
+            log.warning("could not open the Dagster Pipes session: %s", exc)
+            return None
+        _session = (manager, PipesReporter(pipes))
+        # A run that ends in an error never reaches report_to_pipes: close the session at exit anyway,
+        # so Dagster reads what was streamed and the "closed" message instead of a vanished process.
+        atexit.unregister(_close_session)  # once per process, however many runs it makes
+        atexit.register(_close_session)
+        return _session[1]
+
+
+def _close_session() -> None:
+    global _session
+    with _session_lock:
+        if _session is None:
+            return
+        manager, _ = _session
+        _session = None
     try:
-        from dagster_pipes import open_dagster_pipes
-    except ImportError:
-        log.warning("launched under Dagster Pipes but dagster-pipes is not installed; install rocky[dagster]")
+        manager.__exit__(None, None, None)
+    except Exception as exc:
+        get_logger("pipes").warning("could not close the Dagster Pipes session: %s", exc)
+
+
+def report_to_pipes(out: RunOutput, environ: Mapping[str, str] | None = None) -> int:
+    """Report ``out``'s materializations and check results that were not streamed yet, then close the
+    session; return how many events were sent in the whole run."""
+    reporter = pipes_reporter(environ)
+    if reporter is None:
         return 0
     try:
-        with open_dagster_pipes() as pipes:
-            return _report(pipes, out)
-    except Exception as exc:  # reporting is best-effort: the run result on stdout stays the truth
-        log.warning("could not report the run to Dagster Pipes: %s", exc)
-        return 0
+        failed = {_key(e.asset_key) for e in out.errors}
+        for mat in out.materializations:
+            if _key(mat.asset_key) not in failed:
+                reporter.materialization(mat, out.run_id)
+        for table in out.check_results:
+            for check in table.checks:
+                reporter.check(table.asset_key, check)
+        return reporter.count
+    finally:
+        _close_session()
 
 
 def _key(path: list[str]) -> str:
     # Dagster Pipes speaks user-string asset keys: path components joined with "/".
     return "/".join(path)
-
-
-def _report(pipes: Any, out: RunOutput) -> int:
-    in_scope: set[str] = set(pipes.asset_keys) if pipes.is_asset_step else set()
-    wanted_checks = _wanted_checks(pipes.extras)
-    sent = 0
-    failed = {_key(e.asset_key) for e in out.errors}
-    for mat in out.materializations:
-        key = _key(mat.asset_key)
-        if key in failed or key not in in_scope:
-            continue
-        pipes.report_asset_materialization(asset_key=key, metadata=materialization_metadata(mat, out.run_id))
-        sent += 1
-    for table in out.check_results:
-        key = _key(table.asset_key)
-        if key not in in_scope:
-            continue
-        for check in table.checks:
-            if wanted_checks is not None and (key, check.name) not in wanted_checks:
-                continue
-            pipes.report_asset_check(
-                check_name=check.name,
-                passed=check.passed,
-                severity=dagster_severity(check),
-                metadata=check_metadata(check) or None,
-                asset_key=key,
-            )
-            sent += 1
-    return sent
 
 
 def _wanted_checks(extras: Mapping[str, Any]) -> set[tuple[str, str]] | None:

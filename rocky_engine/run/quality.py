@@ -178,8 +178,11 @@ class QualityRunner:
                 level = ctx.log.error if check.severity == "error" else ctx.log.warning
                 level("check %s failed on %s%s", check.name, task.key,
                       f": {check.error}" if check.error else "")
+            name = f"{task.schema}.{task.table}"
+            ctx.stream.checks("table", name, asset, outcome.result.checks)
             ctx.events.fire("check_result", table=task.key, metadata=outcome.event_metadata())
             for anomaly in outcome.anomalies:
+                ctx.stream.anomaly("table", name, asset, anomaly)
                 ctx.events.fire("anomaly_detected", table=task.key, metadata=anomaly.wire())
             if outcome.error_failed():
                 status = "failed"

@@ -31,10 +31,11 @@ from rocky_engine.config.schema_pattern import SchemaPattern
 from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
-from rocky_engine.replication.plan import ReplicationPlan, TablePlan, plan_tables
+from rocky_engine.replication.table_plan import ReplicationPlan, TablePlan, plan_tables
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
+from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.output import RunOutput, derive_status
-from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.progress_display import RunProgress
 from rocky_engine.run.replication_prepare import Prepared, PreparedTable, prepare
 from rocky_engine.run.replication_progress import ProgressBook
 from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry
@@ -64,6 +65,8 @@ class TableCopy:
     checks: TableCheckOutcome | None = None
     #: the watermark is read later, in a batch with other tables (``ProgressBook.copied``)
     deferred_mark: bool = False
+    #: rows in the target after the copy, when known (``run.events``)
+    row_count: int | None = None
 
 
 class ReplicationRunner:
@@ -80,7 +83,7 @@ class ReplicationRunner:
     def run(self) -> RunOutput:
         ctx = self.ctx
         pipeline: ReplicationPipeline = ctx.pipeline
-        if ctx.options.model:
+        if ctx.options.models:
             raise UsageError("--model applies to transformation pipelines", hint="use --filter table=<name>")
         pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
         filt = ReplicationFilter.parse(ctx.options.filter, pattern.names) if ctx.options.filter else None
@@ -259,6 +262,14 @@ class ReplicationRunner:
         copy = TableCopy(result, deferred_mark=deferred)
         if checks is not None:
             copy.checks = self._check(item, spec.target_rel, spec.source_rel, src, tgt, same, checks)
+        # The rows in the target after the copy, for the event: row_count counted them already, a full
+        # refresh holds exactly what it copied, else one COUNT(*) (only when the event has a reader).
+        if copy.checks is not None and copy.checks.row_count is not None:
+            copy.row_count = copy.checks.row_count
+        elif self.ctx.pipeline.strategy == "full_refresh":
+            copy.row_count = result.rows
+        else:
+            copy.row_count = count_rows_after(ctx.stream, tgt, spec.target_rel)
         return copy
 
     def _check(
@@ -323,16 +334,21 @@ class ReplicationRunner:
                     metadata=meta,
                 )
             )
+            name, asset_key = f"{plan.target_schema}.{plan.table}", list(plan.asset_key)
+            ctx.stream.materialized("table", name, out.materializations[-1], copied.row_count)
             if item.drift is not None:
                 for step in item.drift.steps:
-                    out.drift.actions_taken.append(DriftAction(asset_key=list(plan.asset_key), table=plan.key,
+                    out.drift.actions_taken.append(DriftAction(asset_key=asset_key, table=plan.key,
                                                                action=step.action, reason=step.reason))
+                    ctx.stream.drift("table", name, asset_key, step.action, step.reason, list(step.columns))
             if copied.checks is not None:
                 out.check_results.append(copied.checks.result)
                 out.anomalies.extend(copied.checks.anomalies)
                 self._check_outcomes.append((plan.key, copied.checks))
+                ctx.stream.checks("table", name, asset_key, copied.checks.result.checks)
                 ctx.events.fire("check_result", table=plan.key, metadata=copied.checks.event_metadata())
                 for anomaly in copied.checks.anomalies:
+                    ctx.stream.anomaly("table", name, asset_key, anomaly)
                     ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
             entry = ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished)
             if copied.deferred_mark and spec is not None:
@@ -350,6 +366,8 @@ class ReplicationRunner:
                 message = f"interrupted: {message}"
             out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind))
             ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
+            ctx.stream.failed("table", f"{plan.target_schema}.{plan.table}", list(plan.asset_key), message,
+                              outcome.duration_ms)
             book.finished(ProgressEntry(plan.key, FAILED, error=message, finished_at=finished))
             status = "failed"
             ctx.events.fire("materialize_error", table=plan.key, error=message,

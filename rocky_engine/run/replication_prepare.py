@@ -17,7 +17,8 @@ from rocky_engine.adapters.base import Column, TableName
 from rocky_engine.errors import AdapterError
 from rocky_engine.replication.copy_sql import CopySpec
 from rocky_engine.replication.drift import DriftDecision, decide
-from rocky_engine.replication.plan import TablePlan
+from rocky_engine.replication.ranges import resolve_reads
+from rocky_engine.replication.table_plan import TablePlan
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseAdapter
@@ -105,6 +106,9 @@ def prepare(
             source_dialect=None if same_warehouse else source.dialect,
         )
         if not same_warehouse:
+            estimate = next((t.row_count for t in plan.source.tables if t.name == plan.table), None)
+            spec.parallel_reads = resolve_reads(pipeline.source.parallel_reads, estimate)
+            spec.split_column = pipeline.source.split_column
             to = target.dialect
             spec.target_types = {
                 c.name: to.render_type(to.column_type_from(c.data_type, source.dialect)) for c in columns

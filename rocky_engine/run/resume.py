@@ -6,6 +6,12 @@ resumed run carries those over into its own progress, so resuming *it* skips the
 new run id. ``--resume-latest`` picks the newest run of the pipeline that recorded progress; with none,
 the run copies every table. An unknown ``--resume`` id, or a run of another pipeline, is an error.
 
+Resume only ever skips what a run that did *not* succeed finished: when the newest attempt the store
+knows of is a ``Success`` (also when a later attempt was killed before it wrote anything), there is
+nothing to resume and ``--resume-latest`` is an ordinary incremental run; its document says so
+(``resume_note``, no ``resumed_from``). Skipping what a success copied would copy nothing new, forever,
+under a cron wrapper that always passes the flag.
+
 Without ``--pipeline`` on a project of several pipelines (the published client's ``resume_run()`` sends
 none), a resume runs the replication pipeline it is about: the one configured, else the pipeline of the
 ``--resume`` run, else the one whose run recorded progress last.
@@ -28,8 +34,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ResumePoint:
-    run_id: str
+    #: the run resumed from; None when ``--resume-latest`` found nothing to resume (see ``note``)
+    run_id: str | None
     completed: frozenset[str]
+    #: why ``--resume-latest`` resumed nothing (the run's ``resume_note``)
+    note: str | None = None
 
 
 def resolve_resume(
@@ -71,6 +80,12 @@ def resolve_resume(
             log.info("--resume-latest: no earlier run of pipeline '%s' recorded progress; "
                      "copying every table", pipeline)
             return None
+        success = store.runs.latest(pipeline, status="Success")
+        if success is not None and not success.interrupted and success.run_id >= latest:
+            note = (f"nothing to resume: the latest run of pipeline '{pipeline}' ({success.run_id}) "
+                    "succeeded; running as an ordinary incremental run")
+            log.info("--resume-latest: %s", note)
+            return ResumePoint(None, frozenset(), note)
         run_id = latest
     return ResumePoint(run_id, frozenset(store.progress.completed_keys(run_id)))
 

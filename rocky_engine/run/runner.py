@@ -10,10 +10,14 @@
 4. ``record``: the run record, in one transaction;
 5. ``finalize``: close the key's claim, on every exit path of a run that claimed one;
 6. ``upload``: the state to the remote backend, only for a run that recorded itself;
-7. ``report``: after the store is closed: the interrupt line, the completion hooks, the Pipes report.
+7. ``settle``: a signal that came after the record still makes the run interrupted;
+8. ``report``: after the store is closed: the interrupt line, the completion hooks, the Pipes report.
 
-Steps 3 to 7 share a :class:`RunOutcome`: ``run`` fills it, the later steps only read it, so what a run
-records, finalizes, uploads and prints is decided in one place.
+Steps 3 to 8 share a :class:`RunOutcome`: ``run`` fills it, the later steps read it, so what a run
+records, finalizes, uploads and prints is decided in one place. Exit code, JSON document and run record
+always tell one story (CONTRACT section 3): when a step after the record fails (the upload, the key's
+finalize) the run becomes a ``Failure`` naming the error (exit 1), its record is rewritten to say so and
+its document is still printed; a stopped run is never a ``Success`` (``RunOutcome.settle_interrupt``).
 """
 
 from __future__ import annotations
@@ -26,19 +30,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from rocky_engine.errors import AdapterError, RockyError, StateError, StateLockedError, UsageError
-from rocky_engine.hooks.lifecycle import finish_run, run_with_hooks
 from rocky_engine.hooks.sink import EventSink, NullEventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
 from rocky_engine.run import idempotency
 from rocky_engine.run.context import RunContext
 from rocky_engine.run.interrupt import InterruptGuard
+from rocky_engine.run.lifecycle import finish_run, run_with_hooks
 from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput
 from rocky_engine.run.records import build_run_record
 from rocky_engine.run.resume import resolve_resume, resume_pipeline
 from rocky_engine.state._time import now_utc
-from rocky_engine.state.runs import ModelExecution
+from rocky_engine.state.runs import ModelExecution, RunRecord
 from rocky_engine.wire.run import TableError
 
 if TYPE_CHECKING:
@@ -108,8 +112,9 @@ def execute_run(
             run.run(store, guard)
             run.record(store)
         finally:
-            run.finalize()  # every exit path; the run's own error, if any, still propagates
-        run.upload()  # only a run that recorded itself: a skip or an error never overwrites remote state
+            run.finalize(store)  # every exit path; the run's own error, if any, still propagates
+        run.upload(store)  # only a run that recorded itself: a skip or an error never overwrites remote state
+        run.settle(store)
     return run.report()  # the store is closed: a completion hook may itself call rocky
 
 
@@ -129,6 +134,30 @@ class RunOutcome:
         """What the idempotency key is finalized as: only an uninterrupted ``Success`` is done."""
         out = self.output
         return out is not None and out.status == "Success" and not out.interrupted
+
+    def settle_interrupt(self, stopped: bool) -> bool:
+        """Mark the run interrupted when a signal stopped it (``stopped``); True when that changed it.
+
+        A stopped run is never a ``Success``: whatever it did not get to is undone work. It keeps the
+        status its progress earned: ``PartialFailure`` when something landed, else ``Failure`` (exit 130).
+        """
+        out = self.output
+        if out is None or not (stopped or out.interrupted):
+            return False
+        changed = not out.interrupted
+        out.interrupted = True
+        if out.status == "Success":
+            out.status = "PartialFailure" if out.materializations else "Failure"
+            changed = True
+        return changed
+
+    def fail_after(self, error: str) -> None:
+        """A step after the run's work failed (the state upload, the key's finalize): the run did not do
+        what was asked, whatever landed, so it is a ``Failure`` (exit 1) whose errors name the step."""
+        out = self.output
+        assert out is not None, "only a run that returned can fail after its work"
+        out.status = "Failure"
+        out.errors.append(TableError(asset_key=[], error=error, failure_kind="unknown"))
 
 
 class RunSteps:
@@ -169,6 +198,7 @@ class RunSteps:
         #: the run's sink; the project's hooks once ``run`` has built it
         self.events: EventSink = NullEventSink()
         self.claimed = False
+        self.finished_at = self.started_at
 
     # 1 ------------------------------------------------------------------------------------------------
 
@@ -184,7 +214,7 @@ class RunSteps:
         try:
             self.synced = open_synced_store(
                 project.state_path(), project.config.state, namespace=project.state_namespace,
-                on_newer=self.on_newer,
+                on_newer=self.on_newer, wait_for_lock=self.options.wait_for_lock,
             )
         except StateLockedError:
             if not self.key:
@@ -216,7 +246,12 @@ class RunSteps:
                           self.key, decision.skipped_by_run_id, decision.skip_status)
             return idempotency.skipped_output(decision, self.key, self.pipeline_type)
         self.claimed = True
-        if decision.adopted:
+        if decision.holder_dead:
+            self.log.warning(
+                "idempotency key '%s': %s, which held it in flight, is no longer running on this host "
+                "(killed?); this run takes the key over", self.key, decision.previous_run_id,
+            )
+        elif decision.adopted:
             self.log.warning(
                 "idempotency key '%s': the in-flight claim of %s expired; this run takes it over",
                 self.key, decision.previous_run_id,
@@ -265,35 +300,54 @@ class RunSteps:
         out.filter = self.options.filter or ""
         out.duration_ms = int((time.perf_counter() - self.t0) * 1000)
         out.idempotency_key = self.key
-        if guard.stop.is_set():
-            out.interrupted = True
+        if resume is not None and resume.note is not None:
+            out.resume_note = resume.note
         self.outcome.output = out
         self.outcome.executions = runner.executions
+        self.outcome.settle_interrupt(guard.stop.is_set())
 
     # 4 ------------------------------------------------------------------------------------------------
 
     def record(self, store: StateStore) -> None:
         """Write the run record (one transaction)."""
+        self.finished_at = self.clock()
+        store.runs.insert(self._record())
+        self.outcome.recorded = True
+
+    def amend(self, store: StateStore) -> None:
+        """Rewrite the run record after the outcome changed (a failed upload or finalize, a late signal);
+        a store that cannot take it is logged: the document on stdout still says what happened."""
+        if not self.outcome.recorded:
+            return
+        try:
+            store.runs.replace(self._record())
+        except StateError as exc:
+            self.log.error("could not update the record of run %s to %s: %s", self.outcome.run_id,
+                           self.outcome.output.status if self.outcome.output else "?", exc)
+
+    def _record(self) -> RunRecord:
         out = self.outcome.output
         assert out is not None, "record follows a run that returned"
-        store.runs.insert(build_run_record(
+        return build_run_record(
             run_id=self.outcome.run_id,
             pipeline=self.name,
             out=out,
             started_at=self.started_at,
-            finished_at=self.clock(),
+            finished_at=self.finished_at,
             trigger=self.options.trigger,
             submission_id=self.options.submission_id,
             config_hash=self.project.config.config_hash,
             executions=self.outcome.executions,
-        ))
-        self.outcome.recorded = True
+        )
 
     # 5 ------------------------------------------------------------------------------------------------
 
-    def finalize(self) -> None:
-        """Close the key's claim (succeeded or failed, per ``outcome``); a failure here is logged, never
-        allowed to hide the run's own outcome or error."""
+    def finalize(self, store: StateStore) -> None:
+        """Close the key's claim (succeeded or failed, per ``outcome``).
+
+        A failure here never hides the run's own error; after a recorded run it makes the run a
+        ``Failure`` (the key stays in flight: every retry would be skipped until its TTL), recorded so.
+        """
         if not self.claimed:
             return
         assert self.key is not None
@@ -302,18 +356,33 @@ class RunSteps:
                 self.synced.idempotency, self.key, self.outcome.run_id, self.outcome.succeeded, self.clock()
             )
         except StateError as exc:
-            self.log.error("could not finalize idempotency key '%s': %s", self.key, exc)
+            message = f"could not finalize idempotency key '{self.key}': {exc}"
+            self.log.error(message)
+            if self.outcome.recorded:
+                self.outcome.fail_after(message)
+                self.amend(store)
 
     # 6 ------------------------------------------------------------------------------------------------
 
-    def upload(self) -> None:
+    def upload(self, store: StateStore) -> None:
         """Upload the state (a no-op on the local backend) and fire ``state_synced`` when it landed.
 
-        Raises:
-            RemoteConflictError / RemoteStateError: see ``SyncedStore.upload``.
+        An upload that fails under ``on_upload_failure = "fail"``, or loses a ``cas`` race, makes the run
+        a ``Failure`` (exit 1): its key is finalized failed (a retry may run again) and its local record
+        rewritten; the error is logged as the one ``error:`` line (``SyncedStore.upload`` says why).
         """
         t0 = time.perf_counter()
-        if not self.synced.upload():
+        try:
+            uploaded = self.synced.upload()
+        except RockyError as exc:
+            self.log.error(str(exc))
+            was_done = self.outcome.succeeded
+            self.outcome.fail_after(str(exc))
+            if self.claimed and was_done:
+                self.finalize(store)  # now as failed
+            self.amend(store)
+            return
+        if not uploaded:
             return
         status = self.synced.status
         assert status is not None
@@ -328,6 +397,14 @@ class RunSteps:
             self.log.warning(f"a state_synced hook failed: {exc}")
 
     # 7 ------------------------------------------------------------------------------------------------
+
+    def settle(self, store: StateStore) -> None:
+        """A SIGTERM that came while the run recorded, finalized or uploaded itself still stops it: the
+        record is rewritten as interrupted (the exit code is 130)."""
+        if self.outcome.settle_interrupt(self.guard.stop.is_set()):
+            self.amend(store)
+
+    # 8 ------------------------------------------------------------------------------------------------
 
     def report(self) -> RunOutput:
         """Say how the run ended: the interrupt line, ``pipeline_complete`` / ``pipeline_error``, and the

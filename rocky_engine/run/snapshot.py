@@ -90,6 +90,7 @@ class SnapshotRunner:
             kind = exc.failure_kind if isinstance(exc, AdapterError) else "query-rejected"
             out.errors.append(TableError(asset_key=asset, error=exc.message, failure_kind=kind))
             ctx.log.error("snapshot of %s failed (%s): %s", tgt.full_name, kind, exc.message)
+            ctx.stream.failed("table", f"{tgt.schema_}.{tgt.table}", asset, exc.message, duration)
             ctx.events.fire("materialize_error", table=tgt.full_name, error=exc.message, duration_ms=duration)
             self._execution(tgt, started, duration, None, "failed")
             out.status = "Failure"
@@ -115,6 +116,7 @@ class SnapshotRunner:
                 rows_hard_deleted=result.hard_deleted if pipeline.invalidate_hard_deletes else None,
             ),
         ))
+        ctx.stream.materialized("table", f"{tgt.schema_}.{tgt.table}", out.materializations[-1])
         ctx.events.fire("after_materialize", table=tgt.full_name, duration_ms=duration,
                         metadata={"rows_inserted": result.inserted, "rows_closed": result.closed})
         self._execution(tgt, started, duration, result.inserted + result.closed, "success")
@@ -142,7 +144,10 @@ class SnapshotRunner:
             return
         out.check_results.append(outcome.result)
         out.anomalies.extend(outcome.anomalies)
+        name = f"{asset[1]}.{asset[2]}"
+        ctx.stream.checks("table", name, asset, outcome.result.checks)
         for anomaly in outcome.anomalies:
+            ctx.stream.anomaly("table", name, asset, anomaly)
             ctx.events.fire("anomaly_detected", table=key, metadata=anomaly.wire())
         for check in outcome.failed():
             ctx.log.warning("check %s failed on %s (advisory on snapshot runs)", check.name, key)

@@ -8,18 +8,20 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
-from rocky_engine.errors import AdapterError, ModelError, RockyError, UsageError
+from rocky_engine.errors import AdapterError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
+from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
 from rocky_engine.run.output import RunOutput, derive_status
-from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.progress_display import RunProgress
+from rocky_engine.run.selection import select_models
 from rocky_engine.state.runs import ModelExecution
 from rocky_engine.wire.run import (
     ContainedInfo,
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from rocky_engine.run.context import RunContext
 
 DEFAULT_PARALLEL = 4
+#: strategies that add to a table: the rows in it after a run are counted for the event, when one listens
+_APPENDING = frozenset({"incremental", "merge", "delete_insert"})
 
 
 class TransformationRunner:
@@ -61,23 +65,7 @@ class TransformationRunner:
             adapter.close()
 
     def _select(self, model_set: ModelSet) -> list[str]:
-        name = self.ctx.options.model
-        if name is None:
-            return list(model_set.order)
-        if name not in model_set.models:
-            close = difflib.get_close_matches(name, list(model_set.models), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else "run `rocky validate` to list the models"
-            raise UsageError(
-                f"--model '{name}' is not a model of pipeline '{self.ctx.pipeline_name}'", hint=hint
-            )
-        if model_set.models[name].strategy.type == "ephemeral":
-            users = ", ".join(model_set.dependents.get(name, [])) or "no model"
-            raise UsageError(
-                f"--model '{name}' is ephemeral: it is inlined into the models that use it ({users}) and "
-                "never materialized on its own",
-                hint="run one of those models instead",
-            )
-        return [name]
+        return select_models(model_set, self.ctx.options.models, self.ctx.pipeline_name)
 
     def _concurrency(self) -> int:
         """``--parallel``, else the pipeline's ``[execution] concurrency`` (``"adaptive"`` starts at 4)."""
@@ -169,10 +157,15 @@ class TransformationRunner:
             select = compiled[name]
             if isinstance(select, ModelError):
                 raise _CompileError(str(select)) from select
-            return materialize(
+            built = materialize(
                 session, dialect, model.strategy, target, select,
                 exists_as=existing.get((target.schema, target.table)),
             )
+            if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
+                return replace(built, row_count=built.rows)
+            if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
+                return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
+            return built
 
         progress = RunProgress(len(runnable), f"{ctx.pipeline_name}")
 
@@ -283,6 +276,7 @@ class TransformationRunner:
                 )
             )
             status = "success"
+            ctx.stream.materialized("model", name, out.materializations[-1], outcome.value.row_count)
             ctx.events.fire("after_model_run", model=name, table=target.full_name,
                             duration_ms=outcome.duration_ms)
         else:
@@ -294,6 +288,7 @@ class TransformationRunner:
             out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
             status = "failed"
+            ctx.stream.failed("model", name, target.asset_key, message, outcome.duration_ms)
             ctx.events.fire("model_error", model=name, table=target.full_name, error=message,
                             duration_ms=outcome.duration_ms)
         self.executions.append(

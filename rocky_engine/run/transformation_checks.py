@@ -115,6 +115,8 @@ def _report(ctx: RunContext, item: CheckedModel, outcome: TableCheckOutcome, out
         level = ctx.log.error if check.severity == "error" else ctx.log.warning
         level("check %s failed on model %s (%s)%s", check.name, item.model, key,
               f": {check.error}" if check.error else "")
+    ctx.stream.checks("model", item.model, item.target.asset_key, outcome.result.checks)
     ctx.events.fire("check_result", model=item.model, table=key, metadata=outcome.event_metadata())
     for anomaly in outcome.anomalies:
+        ctx.stream.anomaly("model", item.model, item.target.asset_key, anomaly)
         ctx.events.fire("anomaly_detected", model=item.model, table=key, metadata=anomaly.wire())

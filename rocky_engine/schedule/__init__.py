@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rocky_engine.schedule.health import SchedulerHealth, scheduler_brief, scheduler_health
-    from rocky_engine.schedule.output import TickOutput
     from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan
     from rocky_engine.schedule.reconciler import Reconciler, ReconcilerOptions, tick_project
     from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, SubprocessSpawner
     from rocky_engine.schedule.spool import Demand, SpoolError, SpoolWrite, list_demands, write_demand
     from rocky_engine.schedule.tick_lock import TickLock, TickLockInfo, inspect_tick_lock
+    from rocky_engine.schedule.tick_output import TickOutput
     from rocky_engine.schedule.view import schedule_status
 
 _EXPORTS: dict[str, str] = {

@@ -30,7 +30,7 @@ from pathlib import Path
 from rocky_engine.errors import StateError, StateLockedError
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
-from rocky_engine.schedule.claims import (
+from rocky_engine.schedule.claim_lifecycle import (
     RESOLVE_AFTER,
     ChildRegistry,
     claim_key,
@@ -40,15 +40,15 @@ from rocky_engine.schedule.claims import (
     webhook_claim_key,
 )
 from rocky_engine.schedule.decide import Decision, decide
-from rocky_engine.schedule.output import NOTABLE_REASONS, TickOutput
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
 from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
 from rocky_engine.schedule.spool import Demand, list_demands, spool_dir_of, sweep_markers
 from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
+from rocky_engine.schedule.tick_output import NOTABLE_REASONS, TickOutput
 from rocky_engine.state._time import now_utc, rfc3339
-from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+from rocky_engine.state.schedule_claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.tick import Evaluated, Executed, Skipped, SourceEntry
 
@@ -390,7 +390,13 @@ class _Tick(Recovery):
         submission_id: str,
         trigger: Trigger,
     ) -> None:
-        """Close the store, run the child (with in-tick retries), reopen, finalize."""
+        """Close the store, run the child (with in-tick retries), reopen, finalize.
+
+        A child stopped by this tick's own shutdown (SIGTERM/SIGINT to the tick, the server's drain) is
+        an interruption, not a failure of the pipeline: the tick says ``interrupted`` (exit 130), the
+        claim completes with the child's exit code, and neither the failure streak nor the backoff
+        moves, nor is an incident written; the demand runs again at its next evaluation.
+        """
         attempts = 1
         result = self._spawn(pp, trigger, submission_id, attempts)
         outcome = _outcome(result)
@@ -413,6 +419,11 @@ class _Tick(Recovery):
             timed_out=result.timed_out or None,
         )
         self.out.executed.append(executed)
+        interrupted = result.drained
+        if interrupted:
+            self.out.interrupted = True
+            log.warning("scheduled run of %s stopped by the shutdown (exit %s); not counted as a failure",
+                        pp.name, result.exit_code)
         if not self._reopen():
             log.error(
                 "state store %s stayed locked after the run of %s; its claim stays submitted and the next "
@@ -425,11 +436,12 @@ class _Tick(Recovery):
         with self.store.transaction():
             ClaimRepo(self.store).complete(key, outcome, result.exit_code, attempts, finished)
             row = self.rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
-            row = row_after_outcome(row, outcome, finished, submission_id)
+            if not interrupted:
+                row = row_after_outcome(row, outcome, finished, submission_id)
             self.rows[pp.name] = row
             self.dirty.add(pp.name)
             self._flush()
-        if outcome != "success" and not result.drained:
+        if outcome != "success" and not interrupted:
             executed.incident = self._incident(
                 pp.name, source, outcome, logical_ts, submission_id, result.exit_code, attempts,
                 row.consecutive_failures, finished,

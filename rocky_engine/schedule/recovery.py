@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocky_engine.logs import get_logger
-from rocky_engine.schedule.claims import (
+from rocky_engine.schedule.claim_lifecycle import (
     ChildRegistry,
     Resolution,
     resolve_claim,
     row_after_outcome,
     webhook_claim_key,
 )
-from rocky_engine.schedule.output import TickOutput
 from rocky_engine.schedule.plan import SchedulePlan
 from rocky_engine.schedule.spool import Demand, SpoolError, consume
-from rocky_engine.state.claims import Claim, ClaimRepo, Outcome
+from rocky_engine.schedule.tick_output import TickOutput
 from rocky_engine.state.schedule import ScheduleRow
+from rocky_engine.state.schedule_claims import Claim, ClaimRepo, Outcome
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.tick import Skipped
 
@@ -58,6 +58,9 @@ class Recovery:
     def _apply_resolution(self, res: Resolution, row: ScheduleRow) -> ScheduleRow:
         assert self.store is not None
         claim = res.claim
+        # The child's pid file outlived the tick that wrote it (that tick died): the claim is settled
+        # now, so nothing will ever read it again.
+        self.registry.forget(claim.submission_id)
         with self.store.transaction():
             if not ClaimRepo(self.store).complete(claim.claim_key, res.outcome, None, None, self.now):
                 return row

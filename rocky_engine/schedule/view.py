@@ -20,8 +20,8 @@ from rocky_engine.schedule.backoff import active_backoff
 from rocky_engine.schedule.plan import SchedulePlan, build_plan, freshness_budget, resolve_schedule
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
-from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+from rocky_engine.state.schedule_claims import ClaimRepo
 from rocky_engine.wire.schedule import (
     ScheduledPipeline,
     ScheduleStatus,

@@ -34,6 +34,7 @@ from rocky_engine.server.drain import Drain
 from rocky_engine.server.guard import RefusalLog, RequestGuard, RequestPolicy
 from rocky_engine.server.job_results import job_wire
 from rocky_engine.server.jobs import JobRejected
+from rocky_engine.server.meta import meta
 from rocky_engine.server.metrics import CONTENT_TYPE, ScrapeFacts
 from rocky_engine.server.openapi import openapi_document
 from rocky_engine.server.responses import (
@@ -206,6 +207,7 @@ def scrape_facts(ctx: ServerContext) -> ScrapeFacts:
 ROUTES: list[Route] = [
     Route("/api/v1/health", health, methods=["GET"]),
     Route("/api/v1/openapi.json", openapi, methods=["GET"]),
+    Route("/api/v1/meta", meta, methods=["GET"]),
     Route("/api/v1/jobs/run", run_job, methods=["POST"]),
     Route("/api/v1/jobs", list_jobs, methods=["GET"]),
     Route("/api/v1/jobs/{job_id}", get_job, methods=["GET"]),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rocky_engine.logs import get_logger
-from rocky_engine.schedule.claims import outcome_of_exit, outcome_of_status
+from rocky_engine.schedule.claim_lifecycle import outcome_of_exit, outcome_of_status
 from rocky_engine.schedule.spawner import ChildResult
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.jobs import JobRow

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocky_engine.errors import RockyError, StateError, StateLockedError
 from rocky_engine.logs import get_logger
-from rocky_engine.schedule.claims import ChildRegistry
+from rocky_engine.schedule.claim_lifecycle import ChildRegistry
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, SubprocessSpawner
 from rocky_engine.server.job_results import (
     finished_row,
@@ -359,6 +359,7 @@ class JobManager:
                 self._adopt(row)
                 continue
             final = recovered_row(store, row, self.clock())
+            registry.forget(row.job_id)  # its server died before it could; the job is settled now
             repo.upsert(final)
             log.warning("job %s (%s) was left %s by a server that is gone: %s", row.job_id,
                         row.pipeline or row.kind, row.state, final.error or final.state)
@@ -388,6 +389,7 @@ class JobManager:
                 self._live.pop(row.job_id, None)
             self._sweep_due = True
             return
+        registry.forget(row.job_id)  # the adopted child is gone; its job is settled next
         with store:
             final = recovered_row(store, row, self.clock())
             self._write(store, [final])

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rocky_engine.schedule.output import TickOutput
+    from rocky_engine.schedule.tick_output import TickOutput
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: tick duration histogram buckets (seconds); a tick that runs a child lasts as long as the child

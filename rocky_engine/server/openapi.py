@@ -83,6 +83,14 @@ def _paths() -> dict[str, Any]:
             "summary": "This document", "security": bearer,
             "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1"), "401": _UNAUTHORIZED},
         }},
+        "/api/v1/meta": {"get": {
+            "summary": "Engine version, live optional routes (webhook ingress only when it accepts), "
+            "capabilities, state schema version and fingerprints",
+            "security": bearer,
+            "responses": {"200": _json({"type": "object"}, "{version, engine_version, capabilities, routes, "
+                                       "schemas_hash, state_schema_version, config_hash?, token_scope?}"),
+                          "401": _UNAUTHORIZED},
+        }},
         "/api/v1/jobs/run": {"post": {
             "summary": "Run a pipeline as a child `rocky run` job",
             "security": bearer,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
+from rocky_engine.process.identity import Holder, provably_dead, this_process
 from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
 from rocky_engine.state.idempotency_decision import (
     FAILED,
@@ -71,7 +72,8 @@ class IdempotencyRepo:
         with self._store.transaction() as conn:
             with self._store.decoding():
                 current = _entry(conn.execute(_SELECT, (key,)).fetchone())
-            decision = decide(current, dedup_on, moment)
+            # This process holds the writer lock: a holder proved dead cannot still be writing its run.
+            decision = decide(current, dedup_on, moment, holder_dead=holder_is_dead)
             if decision.proceed:
                 self._put(conn, in_flight_claim(key, run_id, moment, ttl_hours))
             return decision
@@ -101,12 +103,12 @@ class IdempotencyRepo:
     @staticmethod
     def _put(conn: sqlite3.Connection, entry: IdempotencyEntry) -> None:
         conn.execute(
-            "INSERT INTO idempotency_keys (key, state, run_id, claimed_at, expires_at, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
+            "INSERT INTO idempotency_keys (key, state, run_id, claimed_at, expires_at, finished_at, holder) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
             "run_id = excluded.run_id, claimed_at = excluded.claimed_at, "
-            "expires_at = excluded.expires_at, finished_at = excluded.finished_at",
+            "expires_at = excluded.expires_at, finished_at = excluded.finished_at, holder = excluded.holder",
             (entry.key, entry.state, entry.run_id, to_db(entry.claimed_at), to_db(entry.expires_at),
-             to_db_opt(entry.finished_at)),
+             to_db_opt(entry.finished_at), entry.holder),
         )
 
     def prune(self, retention_days: float, now: datetime) -> int:
@@ -125,7 +127,8 @@ class IdempotencyRepo:
 
 
 _SELECT = (
-    "SELECT key, state, run_id, claimed_at, expires_at, finished_at FROM idempotency_keys WHERE key = ?"
+    "SELECT key, state, run_id, claimed_at, expires_at, finished_at, holder FROM idempotency_keys "
+    "WHERE key = ?"
 )
 
 
@@ -135,6 +138,7 @@ def _entry(row: sqlite3.Row | None) -> IdempotencyEntry | None:
     return IdempotencyEntry(
         key=row["key"], state=row["state"], run_id=row["run_id"], claimed_at=from_db(row["claimed_at"]),
         expires_at=from_db(row["expires_at"]), finished_at=from_db_opt(row["finished_at"]),
+        holder=row["holder"],
     )
 
 
@@ -143,8 +147,14 @@ def in_flight_claim(key: str, run_id: str, now: datetime, ttl_hours: float) -> I
     moment = utc(now)
     return IdempotencyEntry(
         key=key, state=IN_FLIGHT, run_id=run_id, claimed_at=moment,
-        expires_at=moment + timedelta(hours=ttl_hours), finished_at=None,
+        expires_at=moment + timedelta(hours=ttl_hours), finished_at=None, holder=this_process().encode(),
     )
+
+
+def holder_is_dead(holder: str | None) -> bool:
+    """The claim's recorded holder is provably dead on this host (``process.identity``)."""
+    recorded = Holder.decode(holder)
+    return recorded is not None and provably_dead(recorded)
 
 
 def check_ttl(ttl_hours: float) -> None:

@@ -28,6 +28,8 @@ from rocky_engine.errors import UsageError
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_]+$")
 
 DEFAULT_FILE = ".rocky-state.db"
+#: upstream Rocky's store (redb, another engine's file format): detected and named, never read
+UPSTREAM_FILE = ".rocky-state.redb"
 NAMESPACE_DIR = ".rocky-state"
 MODELS_DIR = "models"
 
@@ -86,3 +88,21 @@ def legacy_state_files(
             continue  # the same file reached through a symlinked directory
         found.append(candidate)
     return found
+
+
+def upstream_store_beside(store: Path) -> Path | None:
+    """Upstream Rocky's ``.rocky-state.redb`` in the directory of our store ``store``, when there is one.
+
+    A project moved from upstream Rocky keeps that file; its watermarks and run history are in a format this
+    engine does not read, so ``rocky doctor`` and the first run say so instead of starting fresh silently.
+    """
+    candidate = store.parent / UPSTREAM_FILE
+    return candidate if candidate.is_file() else None
+
+
+def upstream_store_message(redb: Path) -> str:
+    """The one line that says an upstream store is there and not read."""
+    return (
+        f"{redb} is an upstream Rocky state file (redb format); it is not read: this engine keeps its own "
+        "SQLite store beside it, and watermarks and run history start fresh"
+    )

@@ -139,6 +139,13 @@ class RunRepo:
         """Record one finished run (one transaction)."""
         self.insert_many([record])
 
+    def replace(self, record: RunRecord) -> None:
+        """Rewrite the record of ``record.run_id`` (one transaction): a run whose outcome changed after it
+        recorded itself (its state upload or key finalize failed, a signal came late) says so."""
+        with self._store.transaction() as conn:
+            conn.execute("DELETE FROM run_history WHERE run_id = ?", (record.run_id,))
+            conn.execute(_INSERT, _to_row(record))
+
     def insert_many(self, records: Iterable[RunRecord]) -> None:
         """Record several runs in one transaction (imports, tests, backfills)."""
         rows = [_to_row(r) for r in records]

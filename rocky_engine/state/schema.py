@@ -166,8 +166,14 @@ ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX jobs_state ON jobs (state);
 """
 
+# Who holds an in-flight idempotency claim (JSON {host, pid, start}): a claim whose holder is provably dead
+# on this host is adopted at once instead of blocking its key until the TTL (state.idempotency_decision).
+_V3 = """
+ALTER TABLE idempotency_keys ADD COLUMN holder TEXT;
+"""
+
 #: Ordered migrations; index i holds the script that takes a store from version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 #: The schema version this engine writes.
 SCHEMA_VERSION: int = len(MIGRATIONS)

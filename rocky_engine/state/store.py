@@ -21,11 +21,13 @@ committed idempotency claim, scheduler claim or watermark survives a power loss,
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -37,6 +39,7 @@ from urllib.parse import quote
 from rocky_engine.errors import StateError, StateLockedError, StateSchemaError
 from rocky_engine.logs import get_logger
 from rocky_engine.state import schema
+from rocky_engine.state._time import now_utc
 from rocky_engine.state.store_errors import (
     BUSY_CODES,
     CORRUPT_CODES,
@@ -104,6 +107,8 @@ class StateStore:
         writer: bool = True,
         on_newer: OnNewer = "refuse",
         migrations: Sequence[str] | None = None,
+        wait_seconds: float = 0,
+        wait_purpose: str = "",
     ) -> StateStore:
         """Open the store at ``path`` as a writer (default) or a reader.
 
@@ -112,25 +117,31 @@ class StateStore:
             writer: take the writer lock and allow transactions.
             on_newer: what to do with a store newer than this engine.
             migrations: the migration scripts to apply (tests and tools); default ``schema.MIGRATIONS``.
+            wait_seconds: a writer waits up to this long for a lock another process holds
+                (``--wait-for-lock``), saying once in the log who holds it; 0 fails at once.
+            wait_purpose: what the wait is for, in that log line (``commit the state``).
 
         Raises:
-            StateLockedError: another writer holds the lock.
+            StateLockedError: another writer holds the lock (still, after ``wait_seconds``).
             StateSchemaError: the store is newer than this engine and ``on_newer="refuse"``.
             StateError: the file is not a state store, or cannot be read or migrated.
         """
         path = Path(path)
         scripts = tuple(schema.MIGRATIONS if migrations is None else migrations)
         if writer:
-            return cls._open_writer(path, scripts, on_newer)
+            return cls._open_writer(path, scripts, on_newer, wait_seconds, wait_purpose)
         return cls._open_reader(path, scripts, on_newer)
 
     @classmethod
-    def _open_writer(cls, path: Path, scripts: tuple[str, ...], on_newer: OnNewer) -> StateStore:
+    def _open_writer(
+        cls, path: Path, scripts: tuple[str, ...], on_newer: OnNewer, wait_seconds: float = 0,
+        wait_purpose: str = "",
+    ) -> StateStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StateError(f"cannot create the state store directory {path.parent}: {exc}") from exc
-        lock_fd = _acquire_lock(path)
+        lock_fd = _acquire_lock(path, wait_seconds, wait_purpose)
         conn: sqlite3.Connection | None = None
         temp_dir: Path | None = None
         try:
@@ -378,11 +389,55 @@ def try_writer_lock(path: Path) -> int | None:
     return fd
 
 
-def _acquire_lock(path: Path) -> int:
+def _acquire_lock(path: Path, wait_seconds: float = 0, purpose: str = "") -> int:
+    """The writer lock, waiting up to ``wait_seconds`` for its holder (one log line names it), with the
+    holder's identity written into the lock file for the next waiter."""
     fd = try_writer_lock(path)
+    if fd is None and wait_seconds > 0:
+        log.warning("state store %s is locked by %s; waiting up to %g s %s", path, lock_holder(path),
+                    wait_seconds, f"to {purpose}" if purpose else "for it")
+        deadline = time.monotonic() + wait_seconds
+        pause = 0.05
+        while fd is None and time.monotonic() < deadline:
+            # flock has no timeout: poll, backing off to 1 s so a long wait costs nothing.
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 1.0)
+            fd = try_writer_lock(path)
     if fd is None:
-        raise StateLockedError(path)
+        raise StateLockedError(path) if wait_seconds <= 0 else StateLockedError(
+            path, hint=f"it was still held by {lock_holder(path)} after {wait_seconds:g} s of waiting")
+    _write_holder(fd)
     return fd
+
+
+def _write_holder(fd: int) -> None:
+    """Say in the lock file who holds it (a waiter logs it): pid, host, the command, since when. Never
+    the command line's arguments, which may carry secrets."""
+    import socket
+    import sys
+
+    command = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    words = [a for a in sys.argv[1:2] if not a.startswith("-")]
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join([command, *words]),
+              "since": now_utc().isoformat().replace("+00:00", "Z")}
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode(), 0)
+    except OSError:
+        pass  # who holds the lock is a courtesy to waiters; the lock itself is the flock
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the writer lock of the store at ``path``, as the holder wrote it (``pid 123 on host (rocky
+    run) since ...``); ``an unknown process`` when it did not say."""
+    try:
+        doc = json.loads(lock_path_of(path).read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        doc = {}
+    if not isinstance(doc, dict) or "pid" not in doc:
+        return "an unknown process"
+    return (f"pid {doc.get('pid')} on {doc.get('host', '?')} ({doc.get('command', '?')}) since "
+            f"{doc.get('since', '?')}")
 
 
 def _connect(target: str, *, uri: bool, path: Path) -> sqlite3.Connection:

@@ -7,6 +7,8 @@ but this docstring, so ``rocky --help`` and a quiet ``rocky tick`` pay only for 
 - ``base``: ``WireModel`` (omission rules, published aliases), ``document_text``;
 - ``run``: ``rocky run`` (``RunResult`` ...); ``checks``: check results, one model per kind;
   ``metadata``: what a materialization and a check tell Dagster (one builder for both sides);
+- ``dag``: ``rocky dag`` (``DagResult``, a superset of the published ``DagOutput``); ``events``: the
+  ``rocky.events`` lines a run streams on stderr (``RunEvent``);
 - ``discover``, ``history``, ``state`` (watermarks, pause/resume), ``spool`` (demand files and their
   listing), ``tick``, ``schedule`` (``GET /api/v1/schedule``, the tick heartbeat, the running-child
   registry), ``doctor``, ``validate``, ``load``,

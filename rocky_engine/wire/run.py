@@ -155,6 +155,8 @@ class RunResult(WireModel):
     run_id: str | None = None
     tables_skipped: int | None = None
     resumed_from: str | None = None
+    #: why ``--resume-latest`` resumed nothing (the latest run succeeded): an ordinary incremental run
+    resume_note: str | None = None
     idempotency_key: str | None = None
     skipped_by_run_id: str | None = None
     errors: list[TableError] = Field(default_factory=list)

@@ -1,8 +1,8 @@
-"""The small documents of ``rocky serve``: health, errors, the webhook's answer, the exit summary."""
+"""The small documents of ``rocky serve``: health, meta, errors, the webhook's answer, the exit summary."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from rocky_engine import __version__
 from rocky_engine.wire.base import WireModel
@@ -15,6 +15,29 @@ class HealthDocument(WireModel):
     version: str = __version__
     scheduler: bool
     draining: bool
+
+
+class MetaDocument(WireModel):
+    """``GET /api/v1/meta``: what this server is and which optional routes are live, for a client that
+    probes before it relies on one (upstream Rocky's ``MetaOutput``; ``version`` is ours as well)."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "engine_version", "capabilities", "routes", "schemas_hash", "state_schema_version"}
+    )
+
+    version: str = __version__
+    engine_version: str = __version__
+    #: feature tokens; ``webhook_ingress`` only while ``POST /api/v1/hooks/trigger/{pipeline}`` accepts
+    capabilities: list[str]
+    #: the /api/v1 routes this server answers now (the webhook route only when it is live)
+    routes: list[str]
+    #: sha256 of the wire format's declarations: moves when an output shape can have changed
+    schemas_hash: str
+    state_schema_version: int
+    #: sha256 of rocky.toml as bound (after ${VAR} substitution); omitted when it does not load
+    config_hash: str | None = None
+    #: ``full`` when a bearer token guards the server; omitted without one (never the secret)
+    token_scope: Literal["full"] | None = None
 
 
 class ErrorBody(WireModel):

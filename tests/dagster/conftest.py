@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from dagster_rocky import RockyResource
+from dagster_rocky.types import DagResult
 from tests.fixtures.fake_fivetran import FakeConnector, FakeFivetran, project_toml, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +45,18 @@ def playground(tmp_path: Path) -> Path:
     )
     subprocess.run([sys.executable, "seed.py"], cwd=dest, check=True, capture_output=True)
     return dest
+
+
+@pytest.fixture(scope="session")
+def playground_dag(tmp_path_factory: pytest.TempPathFactory) -> DagResult:
+    """`rocky dag` of the playground (unseeded: dag reads no warehouse), fct_orders's sidecar filled in."""
+    project = tmp_path_factory.mktemp("dag") / "playground"
+    shutil.copytree(PLAYGROUND, project, ignore=shutil.ignore_patterns("*.duckdb*", ".rocky*", "__pycache__"))
+    (project / "models" / "marts" / "fct_orders.toml").write_text(
+        'description = "One row per order."\nowners = ["ana@example.com", "finance"]\n'
+        '[tags]\ndomain = "finance"\n'
+    )
+    return RockyResource(config_path=str(project / "rocky.toml")).dag()
 
 
 @pytest.fixture

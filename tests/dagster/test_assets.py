@@ -49,7 +49,11 @@ def _events(
 def test_load_rocky_assets_one_spec_per_table(checked: Path) -> None:
     specs = load_rocky_assets(RockyResource(config_path=str(checked)))
     by_key = {s.key: s for s in specs}
-    assert set(by_key) == {ORDERS, CUSTOMERS, PAYMENTS}
+    assert {k for k in by_key if k.path[0] == "duckdb"} == {ORDERS, CUSTOMERS, PAYMENTS}
+    # and one spec per model, from `rocky dag`, reading the replication assets
+    assert len([k for k in by_key if k.path[0] == "playground"]) == 9
+    stg = by_key[dg.AssetKey(["playground", "staging", "stg_orders"])]
+    assert [d.asset_key for d in stg.deps] == [ORDERS]
     orders = by_key[ORDERS]
     assert orders.group_name == "orders"
     assert orders.tags["rocky/source_type"] == "duckdb"
@@ -61,7 +65,8 @@ def test_load_rocky_assets_one_spec_per_table(checked: Path) -> None:
 
 
 def test_no_freshness_policy_without_the_check(playground: Path) -> None:
-    specs = load_rocky_assets(RockyResource(config_path=str(playground / "rocky.toml")))
+    specs = load_rocky_assets(RockyResource(config_path=str(playground / "rocky.toml")), models=False)
+    assert len(specs) == 3
     assert all(s.freshness_policy is None for s in specs)
 
 
@@ -70,29 +75,40 @@ def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
     rocky = RockyResource(config_path=str(checked))
     assets = build_rocky_assets(rocky, pipeline="raw")
     assert sorted(a.node_def.name for a in assets) == ["rocky_orders", "rocky_payments"]
-    assert {c.name for a in assets for c in a.check_keys} == {"row_count", "column_match", "freshness"}
+    # the configured checks (rocky dag), the anomaly detector as row_count_anomaly
+    assert {c.name for a in assets for c in a.check_keys} == {
+        "row_count",
+        "column_match",
+        "freshness",
+        "row_count_anomaly",
+    }
     result = dg.materialize(assets, resources={"rocky": rocky})
     assert result.success
     mats, checks = _events(result)
     assert set(mats) == {ORDERS, CUSTOMERS, PAYMENTS}
     orders = mats[ORDERS]
-    assert orders["dagster/row_count"] == 20000
-    assert orders["rows_copied"] == 20000
+    assert orders["dagster/row_count"] == 20000  # rows in the target after the run
+    assert orders["rocky/rows_copied"] == 20000
     assert isinstance(orders["dagster/duration_ms"], int)
-    assert orders["strategy"] == "incremental"
+    # streamed: what the run measured, plus the target rocky dag knows (the watermark is in the document)
     assert orders["target_table_full_name"] == "playground.staging__orders.orders"
-    assert orders["watermark"]
     assert str(orders["rocky/run_id"]).startswith("run-")
+    assert orders["rocky/finished_at"] > 0
     by_check = {(c.asset_key, c.check_name): c for c in checks}
-    assert len(by_check) == len(checks) == 9  # three tables x three checks, never two for one key
+    # three tables x three checks, never two for one key; the anomaly check is declared but no anomaly
+    # was evaluated (too little history), so it has no result at all: no placeholder "passed"
+    assert len(by_check) == len(checks) == 9
+    assert (ORDERS, "row_count_anomaly") not in by_check
+    assert not any("rocky/placeholder" in c.metadata for c in checks)
     row_count = by_check[(ORDERS, "row_count")]
     assert row_count.passed
-    assert row_count.metadata["source_count"].value == row_count.metadata["target_count"].value == 20000
+    # streamed check results: what the engine observed against what it expected
+    assert row_count.metadata["observed"].value == row_count.metadata["expected"].value == 20000
     assert by_check[(PAYMENTS, "column_match")].passed
     freshness = by_check[(PAYMENTS, "freshness")]
     assert not freshness.passed  # the seed data is older than a day
     assert freshness.severity == dg.AssetCheckSeverity.WARN
-    assert freshness.metadata["threshold_seconds"].value == 86400
+    assert freshness.metadata["expected"].value == 86400
 
 
 @pytest.mark.slow
@@ -145,19 +161,18 @@ def test_failed_table_gets_no_materialization_and_fails_the_step(checked: Path) 
     assert [f.step_key for f in failures] == ["rocky_orders"]
     error = failures[0].event_specific_data.error
     assert error is not None
-    assert "duckdb.orders.broken (query-rejected): timestamp column '_fivetran_synced'" in error.message
+    assert "duckdb/orders/broken (query-rejected): timestamp column '_fivetran_synced'" in error.message
 
 
-def test_declared_checks_the_engine_did_not_run_get_placeholders(playground: Path) -> None:
-    # No [pipeline.raw.checks]: the engine produces no check results, the declared ones get placeholders.
+def test_no_check_is_declared_or_reported_that_the_project_does_not_configure(playground: Path) -> None:
+    # No [pipeline.raw.checks]: no check specs at all, so nothing can show as passed without running.
     rocky = RockyResource(config_path=str(playground / "rocky.toml"))
     assets = build_rocky_assets(rocky, pipeline="raw")
+    assert [c for a in assets for c in a.check_keys] == []
     result = dg.materialize(assets, resources={"rocky": rocky})
+    assert result.success
     _, checks = _events(result)
-    assert {(c.asset_key, c.check_name) for c in checks} == {
-        (k, n) for k in (ORDERS, CUSTOMERS, PAYMENTS) for n in ("row_count", "column_match")
-    }
-    assert all(c.passed and c.metadata["rocky/placeholder"].value is True for c in checks)
+    assert checks == []
 
 
 def test_pipeline_comes_from_discover_when_the_project_has_several(playground: Path) -> None:
@@ -275,7 +290,7 @@ def test_tenant_partitions_run_one_tenant(fivetran_project: Path) -> None:
     mats, _ = _events(result)
     assert set(mats) == {shopify_orders}  # globex has only shopify orders
     assert mats[shopify_orders]["rows_copied"] == 7
-    assert mats[shopify_orders]["target_table_full_name"] == "warehouse.stg__globex__shopify.orders"
+    assert mats[shopify_orders]["dagster/row_count"] == 7
     (run,) = rocky.history().runs
     acme = dg.materialize(assets, partition_key="acme", resources={"rocky": rocky}, instance=instance)
     acme_mats, _ = _events(acme)

@@ -79,6 +79,7 @@ query {
               assetNodes {
                 assetKey { path }
                 groupName
+                dependencyKeys { path }
                 assetChecksOrError { ... on AssetChecks { checks { name } } }
               }
               schedules { name cronSchedule }
@@ -152,16 +153,30 @@ def test_webserver_serves_rocky_assets_checks_schedule_and_sensor(webserver: str
     assert location["__typename"] == "RepositoryLocation", location
     (repo,) = location["repositories"]
     nodes = {tuple(n["assetKey"]["path"]): n for n in repo["assetNodes"]}
+
+    def deps(*key: str) -> set[tuple[str, ...]]:
+        return {tuple(d["path"]) for d in nodes[key]["dependencyKeys"]}
+
+    def checks(*key: str) -> set[str]:
+        return {c["name"] for c in nodes[key]["assetChecksOrError"]["checks"]}
+
     for key in (
         ("duckdb", "orders", "orders"),
         ("duckdb", "orders", "customers"),
         ("duckdb", "payments", "payments"),
     ):
         assert key in nodes, sorted(nodes)
-        checks = {c["name"] for c in nodes[key]["assetChecksOrError"]["checks"]}
-        assert {"row_count", "column_match"} <= checks
+        assert checks(*key) == set()  # the playground configures no replication checks: none declared
     assert nodes[("duckdb", "orders", "orders")]["groupName"] == "orders"
-    assert ("playground", "marts", "fct_daily_revenue") in nodes
+    # the nine models come from `rocky dag`, with their real deps on the replication assets and each other
+    models = {k for k in nodes if k[0] == "playground"}
+    assert len(models) == 9
+    assert deps("playground", "staging", "stg_orders") == {("duckdb", "orders", "orders")}
+    assert deps("playground", "marts", "dim_customers") == {
+        ("playground", "staging", "stg_customers"),
+        ("playground", "intermediate", "int_customer_orders"),
+    }
+    assert checks("playground", "marts", "fct_orders") == {"not_null_order_id", "unique_order_id"}
     schedules = {s["name"]: s for s in repo["schedules"]}
     assert schedules["daily_replication"]["cronSchedule"] == "0 6 * * *"
     sensors = {s["name"]: s for s in repo["sensors"]}
@@ -182,25 +197,42 @@ def example_defs(example: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any
             del sys.modules[name]
 
 
-def test_example_materializes_replication_then_models(example_defs: Any) -> None:
+@pytest.mark.slow
+def test_materialize_all_with_the_default_multiprocess_executor_then_a_subset(
+    example: Path, tmp_path: Path, example_defs: Any
+) -> None:
+    """`dagster asset materialize --select '*'`: the orders and payments steps start at the same time, in
+    their own processes, each running `rocky run` on one state store; they take turns on its lock
+    (`--wait-for-lock`) instead of the second one failing. Then a two-model subset is one rocky process."""
     import dagster as dg
 
-    job = example_defs.resolve_implicit_global_asset_job_def()
-    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
-    assert result.success
-    keys = {
-        e.event_specific_data.materialization.asset_key  # type: ignore[union-attr]
-        for e in result.get_asset_materialization_events()
-    }
-    assert dg.AssetKey(["duckdb", "orders", "orders"]) in keys
-    assert dg.AssetKey(["playground", "marts", "fct_daily_revenue"]) in keys
-    assert len(keys) == 3 + 9
-    # a subset of the models runs just those models
-    subset = job.execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(),
-        asset_selection=[dg.AssetKey(["playground", "marts", "fct_orders"])],
+    from dagster_rocky import RockyResource
+
+    definitions = example.parent / "rocky_example" / "definitions.py"
+    proc = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "--select", "*", "-f", str(definitions)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(tmp_path),
+        cwd=tmp_path,
     )
-    assert subset.success
-    assert [e.asset_key for e in subset.get_asset_materialization_events()] == [
-        dg.AssetKey(["playground", "marts", "fct_orders"])
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-6000:]
+    assert "multiprocess" in output, output[-3000:]  # the default executor: one process per step
+    assert output.count("ASSET_MATERIALIZATION - Materialized value") == 3 + 9, output[-6000:]
+    assert "RUN_SUCCESS" in output
+
+    job = example_defs.resolve_implicit_global_asset_job_def()
+    models = [
+        dg.AssetKey(["playground", "staging", "stg_orders"]),
+        dg.AssetKey(["playground", "staging", "stg_payments"]),
     ]
+    rocky = RockyResource(config_path=str(example.parent.parent / "playground" / "rocky.toml"))
+    before = {r.run_id for r in rocky.history().runs}
+    subset = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), asset_selection=models)
+    assert subset.success
+    assert sorted(e.asset_key for e in subset.get_asset_materialization_events()) == sorted(models)
+    new = [r for r in rocky.history().runs if r.run_id not in before]
+    assert len(new) == 1  # one `rocky run --model stg_orders --model stg_payments`
+    assert new[0].pipeline == "models"

@@ -97,19 +97,49 @@ class DuckDbSession:
             # result") until closed: the table's retry reuses this session.
             reader.close()
 
-    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
-        # The stage takes the batches' own Arrow types; the copy casts to the target's types afterwards.
-        view = f"{table}_src"
+    @contextmanager
+    def read_arrow_ranges(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], columns: Sequence[tuple[str, SqlType]]
+    ) -> Iterator[list[Any]]:
+        # DuckDB parallelises one scan itself: the ranges become one statement, one stream.
+        sql = " UNION ALL ".join(f"SELECT * FROM ({part})" for part, _ in statements)
+        params = [p for _, part_params in statements for p in part_params]
+        with self.read_arrow(sql, params, columns) as reader:
+            yield [reader]
+
+    @contextmanager
+    def scan_arrow(
+        self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
+    ) -> Iterator[str]:
+        # Read once: the statements scan the streams themselves, so every row is written once, into the
+        # target. Read twice (a merge): the batches' own Arrow types land in a stage first.
+        views = [f"{name}_src{i}" for i in range(len(readers))]
+        union = " UNION ALL ".join(f"SELECT * FROM {quote_ident(v)}" for v in views)
+        stage = quote_ident(name)
         try:
-            self._cur.register(view, reader)
-            try:
-                self._cur.execute(
-                    f"CREATE TEMP TABLE {quote_ident(table)} AS SELECT * FROM {quote_ident(view)}"
-                )
-            finally:
-                self._cur.unregister(view)
+            for view, reader in zip(views, readers, strict=True):
+                self._cur.register(view, reader)
+            if not once:
+                self._cur.execute(f"CREATE TEMP TABLE {stage} AS {union}")
         except duckdb.Error as exc:
+            self._unregister(views)
             raise _to_adapter_error(exc) from exc
+        try:
+            yield f"({union})" if once else stage
+        finally:
+            self._unregister(views)
+            if not once:
+                try:
+                    self._cur.execute(f"DROP TABLE IF EXISTS {stage}")
+                except duckdb.Error:
+                    pass  # a temporary table dies with its connection anyway
+
+    def _unregister(self, views: Sequence[str]) -> None:
+        for view in views:
+            try:
+                self._cur.unregister(view)
+            except duckdb.Error:
+                pass
 
     def interrupt(self) -> None:
         try:

@@ -59,7 +59,10 @@ class DuckDbDialect(Dialect):
             return f"CASE WHEN {col} IS NULL THEN NULL ELSE '\\x' || lower(hex({col})) END AS {col}"
         return super().export_item(name, source, wire)
 
-    def scan_files(self, fmt: str, paths: Sequence[str], *, union_by_name: bool = False) -> str:
+    def scan_files(
+        self, fmt: str, paths: Sequence[str], *, union_by_name: bool = False,
+        csv_delimiter: str | None = None, csv_header: bool | None = None,
+    ) -> str:
         quoted = [_literal(p) for p in paths]
         where = quoted[0] if len(quoted) == 1 else f"[{', '.join(quoted)}]"
         options = ", union_by_name = true" if union_by_name else ""
@@ -68,6 +71,10 @@ class DuckDbDialect(Dialect):
         if fmt == "jsonl":
             return f"read_json_auto({where}, format = 'newline_delimited'{options})"
         if fmt == "csv":
+            if csv_delimiter is not None:
+                options += f", delim = {_literal(csv_delimiter)}"
+            if csv_header is not None:
+                options += f", header = {'true' if csv_header else 'false'}"
             return f"read_csv_auto({where}{options})"
         return super().scan_files(fmt, paths, union_by_name=union_by_name)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -43,7 +43,9 @@ class PostgresSession:
     def __init__(self, endpoint: Endpoint, conn: psycopg.Connection[tuple[Any, ...]] | None = None) -> None:
         self._endpoint = endpoint
         self._conn = conn
-        self._lock = threading.Lock()  # guards _conn against interrupt() from another thread
+        self._lock = threading.Lock()  # guards _conn and _ranges against interrupt() from another thread
+        #: the sessions of the parallel range reads in flight (read_arrow_ranges)
+        self._ranges: list[PostgresSession] = []
         #: connection attempts by this session so far, failed ones included
         self.connects = 0 if conn is None else 1
 
@@ -98,25 +100,62 @@ class PostgresSession:
     def read_arrow(
         self, sql: str, params: Sequence[Any], columns: Sequence[tuple[str, SqlType]]
     ) -> Iterator[Any]:
-        from rocky_engine.adapters.postgres.arrow import read_batches
+        from rocky_engine.adapters.postgres.copy_reader import read_csv_batches
 
         try:
-            with read_batches(self._connection(), sql, params, columns) as reader:
+            with read_csv_batches(self._connection(), sql, params, columns) as reader:
                 yield reader
         except psycopg.Error as exc:
             raise self._error(exc) from None
 
-    def write_arrow(self, table: str, columns: Sequence[tuple[str, str]], reader: Any) -> None:
+    @contextmanager
+    def read_arrow_ranges(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], columns: Sequence[tuple[str, SqlType]]
+    ) -> Iterator[list[Any]]:
+        # The first range reads on this session, every other on a connection of its own (a COPY holds
+        # its connection until the stream ends); interrupt() cancels them all.
+        with ExitStack() as stack:
+            readers: list[Any] = []
+            for i, (sql, params) in enumerate(statements):
+                session = self
+                if i:
+                    session = PostgresSession(self._endpoint)
+                    stack.callback(session.close)
+                    with self._lock:
+                        self._ranges.append(session)
+                    stack.callback(self._forget, session)
+                readers.append(stack.enter_context(session.read_arrow(sql, params, columns)))
+            yield readers
+
+    def _forget(self, session: PostgresSession) -> None:
+        with self._lock:
+            self._ranges.remove(session)
+
+    @contextmanager
+    def scan_arrow(
+        self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
+    ) -> Iterator[str]:
         from rocky_engine.adapters.postgres.arrow import load_batches
 
+        conn = self._connection()
         try:
-            load_batches(self._connection(), table, columns, reader)
+            load_batches(conn, name, columns, readers)
         except psycopg.Error as exc:
             raise self._error(exc) from None
+        try:
+            yield quote_ident(name)
+        finally:
+            try:
+                conn.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
+            except psycopg.Error:
+                pass  # a temporary table dies with its session anyway
 
     def interrupt(self) -> None:
         with self._lock:
             conn = self._conn
+            ranges = list(self._ranges)
+        for session in ranges:
+            session.interrupt()
         if conn is None or conn.closed:
             return
         try:

@@ -1,58 +1,28 @@
-"""PostgreSQL's side of the cross-warehouse copy: rows to Arrow batches, Arrow batches to a temp table.
+"""PostgreSQL's side of the cross-warehouse copy: each column's Arrow type, Arrow batches to a temp table.
 
-Reading: one server-side cursor in a read transaction, fetched ``ARROW_BATCH_ROWS`` rows at a time into
-typed Arrow arrays (the SELECT already cast what has no Arrow twin, see ``PostgresDialect.export_type``).
-Loading: ``CREATE TEMP TABLE`` with the target's DDL types, then ``COPY ... FROM STDIN (FORMAT csv)`` fed
-by pyarrow's CSV writer, one batch at a time, so memory stays at one batch.
+Reading is ``copy_reader`` (``COPY ... TO STDOUT`` as CSV, parsed by pyarrow); the SELECT already cast what
+has no Arrow twin, see ``PostgresDialect.export_type``. Loading: ``CREATE TEMP TABLE`` with the target's DDL
+types, then ``COPY ... FROM STDIN (FORMAT csv)`` fed by pyarrow's CSV writer, one batch at a time, so memory
+stays at one batch.
 """
 
 from __future__ import annotations
 
 import io
-import itertools
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-from rocky_engine.adapters.base import ARROW_BATCH_ROWS, quote_ident
-from rocky_engine.adapters.postgres.connection import pyformat
+from rocky_engine.adapters.base import quote_ident
 from rocky_engine.adapters.sql_types import SqlType
-
-_cursor_ids = itertools.count(1)
-
-
-@contextmanager
-def read_batches(
-    conn: psycopg.Connection[tuple[Any, ...]], sql: str, params: Sequence[Any],
-    columns: Sequence[tuple[str, SqlType]],
-) -> Iterator[Any]:
-    """A ``RecordBatchReader`` over the rows of ``sql``, valid inside the ``with`` block."""
-    import pyarrow as pa
-
-    schema = pa.schema([(name, arrow_type(t)) for name, t in columns])
-    with conn.transaction(), conn.cursor(name=f"rocky_copy_{next(_cursor_ids)}") as cur:
-        cur.execute(pyformat(sql), list(params) or None)
-
-        def batches() -> Iterator[Any]:
-            while True:
-                rows = cur.fetchmany(ARROW_BATCH_ROWS)
-                if not rows:
-                    return
-                values = list(zip(*rows, strict=True))
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(col, type=field.type) for col, field in zip(values, schema, strict=True)],
-                    schema=schema,
-                )
-
-        yield pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def load_batches(
-    conn: psycopg.Connection[tuple[Any, ...]], table: str, columns: Sequence[tuple[str, str]], reader: Any
+    conn: psycopg.Connection[tuple[Any, ...]], table: str, columns: Sequence[tuple[str, str]],
+    readers: Sequence[Any],
 ) -> None:
-    """Create the temp table ``table`` (``columns``: name, DDL type) and COPY every batch into it."""
+    """Create the temp table ``table`` (``columns``: name, DDL type) and COPY every batch of ``readers``."""
     import pyarrow.csv as pacsv
 
     ddl = ", ".join(f"{quote_ident(name)} {type_}" for name, type_ in columns)
@@ -61,10 +31,11 @@ def load_batches(
     options = pacsv.WriteOptions(include_header=False)
     statement = f"COPY {quote_ident(table)} ({names}) FROM STDIN (FORMAT csv)"
     with conn.cursor() as cur, cur.copy(statement) as copy:
-        for batch in reader:
-            buf = io.BytesIO()
-            pacsv.write_csv(batch, buf, options)
-            copy.write(buf.getvalue())
+        for reader in readers:
+            for batch in reader:
+                buf = io.BytesIO()
+                pacsv.write_csv(batch, buf, options)
+                copy.write(buf.getvalue())
 
 
 def arrow_type(t: SqlType) -> Any:

@@ -1,8 +1,8 @@
 """PostgreSQL's SQL: transactional DDL, views that pin their tables, its type names, text on the wire.
 
 PostgreSQL records view dependencies, so replacing a table or a view is more than one statement here
-(``adapters.postgres.refresh``). Its Arrow path builds arrays from Python values and loads through
-``COPY ... (FORMAT csv)``, so types without a plain Arrow twin (uuid, json, interval, anything unknown)
+(``adapters.postgres.refresh``). Its Arrow path reads and loads through ``COPY ... (FORMAT csv)``
+(``copy_reader``, ``arrow``), so types without a plain Arrow twin (uuid, json, interval, anything unknown)
 travel as text, binary as ``\\x`` hex text, and decimals wider than Arrow's 38 digits as DOUBLE.
 """
 
@@ -18,7 +18,7 @@ _SIMPLE_NAMES = {
     "timestamptz": "timestamptz", "blob": "bytea", "uuid": "uuid", "json": "jsonb",
     "interval": "interval", "hex": "text",
 }
-#: families that reach a CSV load, or leave the Python row reader, only as their text form
+#: families that reach a CSV load, or leave the CSV reader, only as their text form
 _AS_TEXT = frozenset({"uuid", "json", "interval", "other"})
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 class PostgresPlugin(AdapterPlugin):
     type = "postgres"
+    default_schema = "public"
     # A server restarting (connection refused, "starting up") is worth the retry policy.
     retry_open = True
 

@@ -1,7 +1,7 @@
 """Remote state: a copy of the syncable tables on s3, valkey or tiered (deployment contract).
 
 - :func:`open_synced_store`: the run's writer store, downloaded before and uploaded after.
-- :func:`remote_claims_for`: atomic cross-machine leases (``remote_claim`` / ``remote_get`` /
+- :class:`RemoteClaims`: atomic cross-machine leases (``remote_claim`` / ``remote_get`` /
   ``remote_release``) for exactly-once work such as connector claims.
 - :mod:`.health`: the doctor checks ``state_rw`` and ``state_concurrency``.
 
@@ -9,8 +9,6 @@ boto3 and redis are imported only when a project uses a backend that needs them.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from rocky_engine.state.remote.backend import (
     ANY,
@@ -21,30 +19,9 @@ from rocky_engine.state.remote.backend import (
     RemoteLayout,
     RemoteStateError,
 )
-from rocky_engine.state.remote.claims import RemoteClaims, RemoteIdempotency
 from rocky_engine.state.remote.factory import REMOTE_BACKENDS, open_backend
+from rocky_engine.state.remote.leases import RemoteClaims, RemoteIdempotency
 from rocky_engine.state.remote.sync import RemoteSync, SyncedStore, SyncStatus, open_synced_store
-
-if TYPE_CHECKING:
-    from rocky_engine.project import Project
-
-
-def remote_claims_for(project: Project) -> RemoteClaims | None:
-    """The remote lease primitive of ``project``'s backend; None on the local backend.
-
-    The caller closes nothing: the backend client lives as long as the returned object.
-
-    Raises:
-        ConfigError: ``gcs`` or an incomplete ``[state]``.
-    """
-    backend = open_backend(project.config.state)
-    if backend is None:
-        return None
-    return RemoteClaims(
-        backend, RemoteLayout(project.state_namespace),
-        timeout_seconds=float(project.config.state.transfer_timeout_seconds),
-    )
-
 
 __all__ = [
     "ANY",
@@ -62,5 +39,4 @@ __all__ = [
     "SyncedStore",
     "open_backend",
     "open_synced_store",
-    "remote_claims_for",
 ]

@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from rocky_engine.errors import StateError, StateSchemaError
 from rocky_engine.logs import get_logger
@@ -56,7 +57,8 @@ from rocky_engine.state.remote.backend import (
     call_with_deadline,
 )
 from rocky_engine.state.remote.factory import open_backend
-from rocky_engine.state.remote.snapshot import export_snapshot, import_snapshot, snapshot_version
+from rocky_engine.state.remote.retry import TransferRetrier
+from rocky_engine.state.remote.snapshot_file import export_snapshot, import_snapshot, snapshot_version
 from rocky_engine.state.store import OnNewer, StateStore
 
 if TYPE_CHECKING:
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
     from rocky_engine.state.idempotency import IdempotencyBackend
 
 log = get_logger("state.remote")
+
+T = TypeVar("T")
 
 DownloadOutcome = Literal["pending", "downloaded", "empty", "failed", "newer", "skipped"]
 
@@ -97,6 +101,9 @@ class RemoteSync:
         self.status = SyncStatus(backend=backend.kind, location=backend.location)
         self._download_failed = False
         self._remote_version: int | None = None
+        self._retrier: TransferRetrier | None = (
+            None if state.retry is None else TransferRetrier(state.retry)
+        )
 
     @classmethod
     def for_state(cls, state: StateConfig, namespace: str | None) -> RemoteSync | None:
@@ -105,7 +112,9 @@ class RemoteSync:
         Raises:
             ConfigError: ``gcs``, or a remote backend without its bucket / URL.
         """
-        backend = open_backend(state)
+        # [state.retry] retries whole transfers; the clients then try each request once, so the two
+        # retry layers never multiply.
+        backend = open_backend(state, max_attempts=None if state.retry is None else 1)
         if backend is None:
             return None
         return cls(state, backend, RemoteLayout(namespace))
@@ -148,7 +157,8 @@ class RemoteSync:
         assert store.db_path is not None, "remote sync needs a writer store on a file"
         try:
             blob = call_with_deadline(
-                lambda: self.backend.get(self.layout.snapshot), self.timeout, "state download"
+                self._retried(lambda: self.backend.get(self.layout.snapshot), "state download"),
+                self.timeout, "state download",
             )
         except RemoteStateError as exc:
             return self._download_failed_with(exc)
@@ -218,7 +228,7 @@ class RemoteSync:
 
     def idempotency(self, store: StateStore) -> IdempotencyBackend:
         """Claims on this backend, mirrored into ``store`` (the store the run uses)."""
-        from rocky_engine.state.remote.claims import RemoteIdempotency
+        from rocky_engine.state.remote.leases import RemoteIdempotency
 
         return RemoteIdempotency(
             store.idempotency, self.backend, self.layout,
@@ -241,7 +251,8 @@ class RemoteSync:
         expect: Condition = self.status.generation if self.cas else ANY
         try:
             generation = call_with_deadline(
-                lambda: self.backend.put(self.layout.snapshot, data, expect=expect),
+                self._retried(lambda: self.backend.put(self.layout.snapshot, data, expect=expect),
+                              "state upload"),
                 self.timeout, "state upload",
             )
         except PreconditionFailed as exc:
@@ -276,6 +287,13 @@ class RemoteSync:
         )
 
     # ------------------------------------------------------------------ helpers
+
+    def _retried(self, fn: Callable[[], T], what: str) -> Callable[[], T]:
+        """``fn`` under ``[state.retry]`` (inside the transfer deadline: retries share its budget)."""
+        retrier = self._retrier
+        if retrier is None:
+            return fn
+        return lambda: retrier.call(fn, what)
 
     def _download_failed_with(self, exc: RemoteStateError) -> DownloadOutcome:
         self.status.downloaded = "failed"
@@ -353,14 +371,15 @@ class SyncedStore:
 
 
 def open_synced_store(
-    path: Path, state: StateConfig, *, namespace: str | None, on_newer: OnNewer = "refuse"
+    path: Path, state: StateConfig, *, namespace: str | None, on_newer: OnNewer = "refuse",
+    wait_for_lock: float = 0, wait_purpose: str = "",
 ) -> SyncedStore:
     """Open the run's writer store at ``path`` and download the remote state of ``[state]`` into it (see
     the module rules); ``namespace`` (``--state-namespace``) names the project's remote subtree.
 
     With the local backend this is ``StateStore.open(path, writer=True)`` and ``upload`` does nothing.
     The local writer lock is taken first, so a second local writer fails exactly as before, with
-    ``StateLockedError``, before any remote I/O.
+    ``StateLockedError``, before any remote I/O; ``wait_for_lock`` (seconds) waits for it first.
 
     Raises:
         ConfigError: ``gcs`` or an incomplete ``[state]``.
@@ -371,7 +390,9 @@ def open_synced_store(
     with ExitStack() as stack:
         if sync is not None:
             stack.callback(sync.close)
-        local = stack.enter_context(StateStore.open(path, writer=True, on_newer=on_newer))
+        local = stack.enter_context(
+            StateStore.open(path, writer=True, on_newer=on_newer, wait_seconds=wait_for_lock,
+                            wait_purpose=wait_purpose))
         active = local if sync is None else sync.start(local, on_newer, stack)
         return SyncedStore(active, sync, stack.pop_all())
     raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises

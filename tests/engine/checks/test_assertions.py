@@ -81,7 +81,7 @@ def test_row_assertion_passes_then_fails(
 
 def test_default_names_and_detail_shape(wh: DuckDbAdapter) -> None:
     assert check(wh, type="not_null", column="id") == {
-        "name": "not_null_id", "passed": True, "severity": "error", "kind": "not_null", "column": "id",
+        "name": "not_null:id", "passed": True, "severity": "error", "kind": "not_null", "column": "id",
         "failing_rows": 0,
     }
     composite = check(wh, type="composite", columns=["id", "region"])

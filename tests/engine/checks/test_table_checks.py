@@ -210,10 +210,10 @@ def test_order_assertion_matching_and_gate(wh: DuckDbAdapter) -> None:
     )
     outcome = run_table_checks(wh, checks, target(wh), baseline=None, now=NOW)
     assert [c["name"] for c in outcome.result.wire()["checks"]] == [
-        "row_count", "null_rate", "c", "unique_id", "accepted_values_status"
+        "row_count", "null_rate", "c", "unique:id", "accepted_values:status"
     ]
     assert outcome.result.asset_key == ["duckdb", "shop", "orders"]
-    assert [c.name for c in outcome.failed()] == ["accepted_values_status"]
+    assert [c.name for c in outcome.failed()] == ["accepted_values:status"]
     assert not outcome.error_failed()  # only a warning failed
     wh.execute("INSERT INTO shop.orders (id) VALUES (1)")
     assert run_table_checks(wh, checks, target(wh), baseline=None, now=NOW).error_failed()

@@ -34,7 +34,8 @@ def test_discover_json(project: ReplicationProject) -> None:
             "id": "src__acme__us__west",
             "components": {"tenant": "acme", "regions": ["us", "west"]},
             "source_type": "duckdb",
-            "last_sync_at": None,
+            # the newest `ts` (the pipeline's timestamp_column) of the source's tables: rows 0..6
+            "last_sync_at": "2026-01-01T00:00:06Z",
             "tables": [{"name": "orders", "row_count": 7}],
             "metadata": {"pipeline": "raw"},
         },
@@ -42,7 +43,7 @@ def test_discover_json(project: ReplicationProject) -> None:
             "id": "src__globex__eu",
             "components": {"tenant": "globex", "regions": ["eu"]},
             "source_type": "duckdb",
-            "last_sync_at": None,
+            "last_sync_at": "2026-01-01T00:00:02Z",  # the max over both tables
             "tables": [{"name": "customers", "row_count": 2}, {"name": "orders", "row_count": 3}],
             "metadata": {"pipeline": "raw"},
         },

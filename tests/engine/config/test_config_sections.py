@@ -334,7 +334,7 @@ value = 0
     assert (
         a.values == ["open", "closed"]
         and a.severity == "error"
-        and a.display_name == "accepted_values_status"
+        and a.display_name == "accepted_values:status"
     )
     assert b.cmp == ">=" and b.severity == "warning"
     assert rc.min == 1 and rc.max is None and rc.display_name == "row_count_range"

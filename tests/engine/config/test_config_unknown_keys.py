@@ -91,7 +91,7 @@ def test_nested_source_and_target_typos_name_their_table(tmp_path: Path) -> None
     cfg = load(tmp_path, REPLICATION)
     assert cfg.warnings == [
         "unknown key 'adaptor' in [pipeline.raw.source] is ignored; did you mean 'adapter'? valid keys: "
-        "adapter, catalog, discovery, schema_pattern",
+        "adapter, catalog, discovery, parallel_reads, schema_pattern, split_column",
         "unknown key 'seperator' in [pipeline.raw.source.schema_pattern] is ignored; did you mean "
         "'separator'? valid keys: components, prefix, separator",
         "unknown key 'auto_create_schema' in [pipeline.raw.target.governance] is ignored; did you mean "

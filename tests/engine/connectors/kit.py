@@ -122,7 +122,7 @@ class ConnectorProject:
                            cwd=self.root, env={**self.env, **(env or {})})
 
     def load_in_process(self, clock: Callable[[], datetime] | None = None) -> Any:
-        from rocky_engine.connectors.runner import execute_connector_load
+        from rocky_engine.connectors.connector_run import execute_connector_load
         from rocky_engine.project import load_project
 
         env = child_env(self.env)

@@ -216,6 +216,7 @@ def test_help_does_not_import_duckdb() -> None:
     import subprocess
 
     code = ("import sys; from rocky_engine.cli.main import build_parser; build_parser(); "
-            "import rocky_engine.connectors.runner; print('duckdb' in sys.modules, 'pyarrow' in sys.modules)")
+            "import rocky_engine.connectors.connector_run; "
+            "print('duckdb' in sys.modules, 'pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"

@@ -221,7 +221,7 @@ def test_unknown_top_level_sidecar_key(tmp_path: Path) -> None:
         load(tmp_path)
     assert str(info.value) == (
         f"{sidecar}: unknown key 'materialized'; valid keys: depends_on, description, freshness, name, "
-        "strategy, tags, target"
+        "owners, strategy, tags, target"
     )
 
 
@@ -359,7 +359,10 @@ def test_defaults_outside_the_models_dir_are_not_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ('[strategy]\ntype = "view"\n', "unknown key 'strategy'; valid keys: target"),
+        ('[tests]\nx = 1\n', "unknown key 'tests'; valid keys: strategy, target"),
+        ('[strategy]\ntimestamp_colum = "ts"\n',
+         "unknown key 'strategy.timestamp_colum'; valid keys under [strategy]: partition_by, "
+         "timestamp_column, type, unique_key, update_columns"),
         (
             '[target]\ntable = "shared"\n',
             "unknown key 'target.table'; valid keys under [target]: catalog, schema",

@@ -93,7 +93,7 @@ def test_an_assertion_on_a_missing_column_is_an_error(tmp_path: Path) -> None:
     assert result.ci_exit_code == 1 and not result.tests_ok
     assert _codes(result) == [("Error", "C006", "fct_orders")]
     assert result.diagnostics[0].message.startswith(
-        "assertion accepted_values_status does not run: Binder Error"
+        "assertion accepted_values:status does not run: Binder Error"
     )
     # the failed test, as the published client lists it
     [failure] = result.failures

@@ -389,3 +389,36 @@ def test_a_killed_fork_server_is_replaced_and_its_supervisors_go_on(tmp_path: Pa
     assert FORK_SERVER.pid not in (None, old)
     child.stop()
     assert child.wait().returncode == 130  # its supervisor did not need the old server
+
+
+
+# A subreaper stands in for whoever waits for rocky: a fork server left running when rocky exits would be
+# re-parented to it, and waitpid() would find it among the harness's children.
+_FORK_SERVER_HARNESS = """
+import ctypes, os, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+owner = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.PIPE)
+server_pid = int(owner.stdout.readline())
+assert owner.wait() == 0
+try:
+    os.waitpid(server_pid, 0)
+    print("orphaned")
+except ChildProcessError:
+    print("reaped by its owner")
+"""
+_FORK_SERVER_OWNER = """
+from rocky_engine.process import Launch, run
+from rocky_engine.process.forkserver_client import FORK_SERVER
+run(Launch(argv=["true"]))
+print(FORK_SERVER.pid, flush=True)
+"""
+
+
+def test_the_fork_server_is_gone_when_rocky_exits() -> None:
+    # Whoever waits for rocky (a test, a service manager) must find none of its processes left the moment
+    # it has exited: the fork server is stopped and reaped at exit, not left to notice the lifeline's EOF.
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _FORK_SERVER_HARNESS, _FORK_SERVER_OWNER],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "reaped by its owner"

@@ -277,7 +277,7 @@ def test_many_tables_at_any_concurrency(rp: ReplicationProject, concurrency: str
 
 
 def test_between_two_duckdb_files(rp: ReplicationProject) -> None:
-    """Different warehouses: rows stream through Arrow into a stage, then the same statements apply."""
+    """Different warehouses: rows stream through Arrow, scanned by the same statements as one warehouse."""
     rp.write_config("""\
         [adapter.lake]
         type = "duckdb"

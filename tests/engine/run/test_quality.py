@@ -64,7 +64,7 @@ def test_passing_quality_run_exits_0(shop: WarehouseProject) -> None:
         "asset_key": ["wh", "shop", "orders"],
         "checks": [
             {"name": "row_count", "passed": True, "severity": "error", "target_count": 10},
-            {"name": "unique_id", "passed": True, "severity": "error", "kind": "unique", "column": "id",
+            {"name": "unique:id", "passed": True, "severity": "error", "kind": "unique", "column": "id",
              "failing_rows": 0},
         ],
     }]
@@ -94,8 +94,8 @@ def test_failed_error_check_sets_the_gate_and_exits_1(shop: WarehouseProject) ->
     doc = res.json
     assert doc["status"] == "Failure" and doc["check_gate_failed"] is True
     checks = checks_of(doc, "orders")
-    assert checks["unique_id"]["failing_rows"] == 2 and checks["unique_id"]["passed"] is False
-    assert checks["accepted_values_status"]["severity"] == "warning"
+    assert checks["unique:id"]["failing_rows"] == 2 and checks["unique:id"]["passed"] is False
+    assert checks["accepted_values:status"]["severity"] == "warning"
     assert "quality gate failed" in res.stderr
     [record] = shop.runs()
     assert record.status == "Failure" and record.exit_code == 1
@@ -151,9 +151,9 @@ def test_assertion_on_a_missing_column_is_a_failed_check_not_a_crash(shop: Wareh
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     checks = checks_of(res.json, "orders")
-    assert checks["not_null_email"]["passed"] is False
-    assert "email" in checks["not_null_email"]["error"]
-    assert checks["not_null_id"]["passed"] is True
+    assert checks["not_null:email"]["passed"] is False
+    assert "email" in checks["not_null:email"]["error"]
+    assert checks["not_null:id"]["passed"] is True
     assert res.json["check_gate_failed"] is True
 
 
@@ -175,7 +175,7 @@ def test_schema_wide_tables_and_assertion_matching(shop: WarehouseProject) -> No
     out = shop.run(pipeline="dq")
     assert out.status == "Success"
     assert [r.asset_key for r in out.check_results] == [["wh", "shop", "customers"], ["wh", "shop", "orders"]]
-    assert [c.name for c in out.check_results[0].checks] == ["row_count", "not_null_name"]
+    assert [c.name for c in out.check_results[0].checks] == ["row_count", "not_null:name"]
     assert [c.name for c in out.check_results[1].checks] == ["row_count"]
     assert out.execution.tables_processed == 2
 
@@ -314,10 +314,10 @@ def test_quality_on_postgres(wp: WarehouseProject, pg_db: PgDatabase) -> None:
     assert checks["null_rate"]["passed"] is True
     assert checks["open_orders"]["result_value"] == 1 and not checks["open_orders"]["passed"]
     assert checks["open_orders"]["query"].endswith('FROM "shop"."orders" WHERE status = \'open\'')
-    assert checks["unique_id"]["failing_rows"] == 2
-    assert checks["regex_match_email"]["failing_rows"] == 1
-    assert checks["not_in_future_created_at"]["failing_rows"] == 1
-    assert "missing_col" in checks["not_null_missing_col"]["error"]
+    assert checks["unique:id"]["failing_rows"] == 2
+    assert checks["regex_match:email"]["failing_rows"] == 1
+    assert checks["not_in_future:created_at"]["failing_rows"] == 1
+    assert "missing_col" in checks["not_null:missing_col"]["error"]
     pg_db.sql("DELETE FROM shop.orders WHERE email = 'nope'")
     wp.write_config(wp.config.read_text().split("[[pipeline.dq.checks.assertions]]")[0])
     res = wp.cli("run", "--pipeline", "dq", "--output", "json")

@@ -78,7 +78,7 @@ def test_failed_error_check_makes_the_run_partial_exit_2(wp: WarehouseProject) -
     # Only fct is named by the assertion: base has no applicable check and reports nothing.
     assert doc["check_results"] == [{
         "asset_key": ["wh", "main", "fct"],
-        "checks": [{"name": "not_null_v", "passed": False, "severity": "error", "kind": "not_null",
+        "checks": [{"name": "not_null:v", "passed": False, "severity": "error", "kind": "not_null",
                     "column": "v", "failing_rows": 1}],
     }]
     logs = [json.loads(line) for line in res.stderr.splitlines()]
@@ -94,7 +94,7 @@ def test_warning_failure_is_advisory(wp: WarehouseProject) -> None:
     with_checks(wp, NOT_NULL_FCT.format(severity="warning"))
     res = wp.cli("run", "--output", "table")
     assert res.returncode == 0, res.stderr
-    assert "warning: check not_null_v failed on model fct (wh.main.fct)\n" in res.stderr
+    assert "warning: check not_null:v failed on model fct (wh.main.fct)\n" in res.stderr
     out = wp.run()
     assert out.status == "Success" and out.check_gate_failed is False
     assert out.check_results[0].checks[0].passed is False
@@ -122,7 +122,7 @@ def test_failed_model_is_not_checked_and_model_flag_limits_checks(wp: WarehouseP
     out = wp.run()
     assert out.status == "PartialFailure" and out.check_gate_failed is False
     assert [r.asset_key[-1] for r in out.check_results] == ["base", "fct"]
-    only = wp.run(model="fct")
+    only = wp.run(models=("fct",))
     assert [r.asset_key[-1] for r in only.check_results] == ["fct"]
 
 

@@ -140,7 +140,7 @@ def test_model_flag_runs_only_that_model(wp: WarehouseProject) -> None:
     wp.model("fct_orders", "SELECT * FROM stg_orders")
     assert wp.run().tables_copied == 2
     wp.model("stg_orders", "SELECT 2 AS id")
-    out = wp.run(model="fct_orders")
+    out = wp.run(models=("fct_orders",))
     assert [m.asset_key[-1] for m in out.materializations] == ["fct_orders"]
     assert wp.query("SELECT id FROM wh.main.stg_orders") == [(1,)]  # upstream not rebuilt
     assert wp.query("SELECT id FROM wh.main.fct_orders") == [(1,)]
@@ -160,7 +160,7 @@ def test_model_flag_unknown_model_suggests(wp: WarehouseProject) -> None:
 def test_model_flag_unknown_model_without_close_match(wp: WarehouseProject) -> None:
     wp.model("stg_orders", "SELECT 1 AS id")
     with pytest.raises(UsageError) as info:
-        wp.run(model="zzz")
+        wp.run(models=("zzz",))
     assert str(info.value) == (
         "--model 'zzz' is not a model of pipeline 'models'; run `rocky validate` to list the models"
     )

@@ -14,7 +14,7 @@ from rocky_engine.project import load_project
 from rocky_engine.run.context import RunContext
 from rocky_engine.run.interrupt import InterruptGuard
 from rocky_engine.run.options import RunOptions
-from rocky_engine.run.progress import RunProgress
+from rocky_engine.run.progress_display import RunProgress
 from rocky_engine.run.transformation import TransformationRunner
 from rocky_engine.state.store import StateStore
 

@@ -202,4 +202,4 @@ def test_playground_runs_out_of_the_box(tmp_path: Path, rocky_cmd: list[str]) ->
     qdoc = json.loads(quality.stdout)
     assert qdoc["status"] == "Success" and qdoc["check_gate_failed"] is False
     names = {c["name"] for r in qdoc["check_results"] for c in r["checks"]}
-    assert names >= {"not_null_order_id", "unique_order_id"}
+    assert names >= {"not_null:order_id", "unique:order_id"}

@@ -238,7 +238,7 @@ def test_model_flag_rejects_an_ephemeral_model(wp: WarehouseProject) -> None:
     wp.model("eph", "SELECT 1 AS x", '[strategy]\ntype = "ephemeral"\n')
     wp.model("user_a", "SELECT * FROM eph")
     with pytest.raises(UsageError) as info:
-        wp.run(model="eph")
+        wp.run(models=("eph",))
     assert str(info.value) == (
         "--model 'eph' is ephemeral: it is inlined into the models that use it (user_a) and never "
         "materialized on its own; run one of those models instead"
@@ -350,6 +350,6 @@ def test_model_flag_on_an_unused_ephemeral_model(wp: WarehouseProject) -> None:
     wp.model("user_a", "SELECT * FROM eph")
     wp.model("lonely", "SELECT 1 AS x", '[strategy]\ntype = "ephemeral"\n')
     with pytest.raises(UsageError, match=r"inlined into the models that use it \(user_a\)"):
-        wp.run(model="eph")
+        wp.run(models=("eph",))
     with pytest.raises(UsageError, match=r"inlined into the models that use it \(no model\)"):
-        wp.run(model="lonely")
+        wp.run(models=("lonely",))

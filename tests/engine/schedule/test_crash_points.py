@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rocky_engine.schedule.claims import outcome_of_status
+from rocky_engine.schedule.claim_lifecycle import outcome_of_status
 from rocky_engine.state import RunRecord, StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.process.kit import dead, sleeping_hook, wait_for_hook
 from tests.engine.schedule.kit import tick_json, transformation, write_project
 
@@ -77,6 +77,11 @@ def records(root: Path) -> list[RunRecord]:
         return list(store.runs.list())
 
 
+def pid_files(root: Path) -> list[Path]:
+    """``.rocky/running/*.json``: which pid runs which submission (issue 13 item 9)."""
+    return sorted((root / ".rocky" / "running").glob("*.json"))
+
+
 def runs(root: Path) -> list[tuple[str | None, str]]:
     return [(r.pipeline, r.status) for r in records(root)]
 
@@ -124,9 +129,11 @@ def test_killed_during_the_child(tmp_path: Path) -> None:
     [record] = records(tmp_path)
     assert record.interrupted and record.pipeline == "models"
     assert claims(tmp_path) == [(f"models|cron|{OCCURRENCE}", "submitted", None)]
+    assert len(pid_files(tmp_path)) == 1  # the dead reconciler could not remove its child's pid file
     # the restart honours the record, whatever it says
     code, doc = tick_json(tmp_path, "--now", "2026-05-02T04:01:00Z")
     assert doc["executed"] == []
+    assert pid_files(tmp_path) == []  # removed once its claim resolved
     assert claims(tmp_path) == [(f"models|cron|{OCCURRENCE}", "completed", outcome_of_status(record.status))]
     assert len(records(tmp_path)) == 1
 
@@ -137,9 +144,11 @@ def test_killed_after_the_child_before_finalizing(project: Path) -> None:
     assert proc.returncode == -9
     assert runs(project) == [("models", "Success")]
     assert claims(project) == [(f"models|cron|{OCCURRENCE}", "submitted", None)]
+    assert len(pid_files(project)) == 1
     code, doc = tick_json(project, "--now", "2026-05-02T04:00:40Z")
     assert code == 0 and doc["executed"] == []
     assert claims(project) == [(f"models|cron|{OCCURRENCE}", "completed", "success")]
+    assert pid_files(project) == []
     # the next occurrence fires normally, once
     code, doc = tick_json(project, "--now", "2026-05-02T05:00:10Z")
     assert [e["logical_ts"] for e in doc["executed"]] == ["2026-05-02T05:00:00.000Z"]

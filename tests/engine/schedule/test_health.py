@@ -96,7 +96,7 @@ def test_brief_section_lists_holds_streaks_and_incidents(tmp_path: Path) -> None
 
 def test_schedule_status_reads_stored_state_only(tmp_path: Path) -> None:
     from rocky_engine.schedule.view import schedule_status
-    from rocky_engine.state.claims import ClaimRepo
+    from rocky_engine.state.schedule_claims import ClaimRepo
 
     body = (
         transformation("raw", 'cron = "0 * * * *"')

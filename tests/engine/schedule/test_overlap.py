@@ -24,7 +24,7 @@ import pytest
 
 from rocky_engine.project import Project, load_project
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import ROCKY, T0, Clock, SimChild, reconciler, transformation, write_project
 
 WORKERS = 8

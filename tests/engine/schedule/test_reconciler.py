@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.errors import ConfigError
-from rocky_engine.schedule.claims import claim_key
+from rocky_engine.schedule.claim_lifecycle import claim_key
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.schedule import ScheduleRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import (
     T0,
     Clock,
@@ -472,7 +472,7 @@ def test_a_live_child_keeps_its_claim_in_flight_past_five_minutes(tmp_path: Path
     import subprocess
     import sys
 
-    from rocky_engine.schedule.claims import ChildRegistry
+    from rocky_engine.schedule.claim_lifecycle import ChildRegistry
 
     project = project_at(tmp_path, transformation("up") + transformation("p", 'after = ["up"]'), MODELS)
     record_run(project, "up", "Success", T0 - timedelta(hours=1))

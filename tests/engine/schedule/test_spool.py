@@ -18,8 +18,8 @@ from rocky_engine.schedule.spool import (
     write_demand,
 )
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.schedule import ScheduleRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, sources, transformation
 
 MODELS = {"a.sql": "select 1 as x\n"}

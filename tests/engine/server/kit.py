@@ -27,8 +27,8 @@ from rocky_engine.project import load_project
 from rocky_engine.server.app import create_app
 from rocky_engine.server.context import ServerContext, build_context
 from rocky_engine.server.drain import Drain, DrainingServer
-from rocky_engine.server.runner import bind, uvicorn_config
 from rocky_engine.server.scheduler_loop import SchedulerLoop
+from rocky_engine.server.serve_process import bind, uvicorn_config
 from rocky_engine.server.settings import ServerSettings
 from rocky_engine.server.signatures import rocky_signature
 from rocky_engine.state import StateStore

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.process.kit import child_sessions, descendants, sleeping_hook, survivors, wait_for_hook
-from tests.engine.server.kit import serving, simple_project
+from tests.engine.server.kit import runs_in_store, serving, simple_project
 
 pytestmark = pytest.mark.slow
 
@@ -37,4 +37,7 @@ def test_a_drained_server_leaves_no_hook_process_behind(tmp_path: Path) -> None:
         left = survivors(tree, child_sessions(tree))
     assert left == [], f"still alive after the server exited: {left}"
     assert doc["child_terminated"] is True
+    # the drained run recorded itself as what it was: stopped before anything landed (issue 13)
+    [record] = runs_in_store(tmp_path / "rocky.toml")
+    assert (record.status, record.interrupted, record.exit_code) == ("Failure", True, 130)
     assert waited < 60  # neither the hook's 300 s nor the 120 s kill grace

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.project import load_project
-from rocky_engine.schedule.claims import ChildRegistry
+from rocky_engine.schedule.claim_lifecycle import ChildRegistry
 from rocky_engine.state import RunRecord, StateStore
 from rocky_engine.state.jobs import JobRepo, JobRow
 from tests.engine.server.kit import (
@@ -210,7 +210,9 @@ def test_a_restarted_server_finalizes_the_jobs_it_can_no_longer_see(config: Path
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"],
                              env={**os.environ, "ROCKY_SUBMISSION_ID": "adopted"})
     try:
-        ChildRegistry(project.dot_rocky).register("adopted", child.pid, "orders", t0)
+        registry = ChildRegistry(project.dot_rocky)
+        registry.register("adopted", child.pid, "orders", t0)
+        registry.register("lost", int(str(dead["pid"])), "orders", t0)  # its server died with it
         with StateStore.open(project.state_path()) as store:
             store.runs.insert(RunRecord(run_id="run-20260101-000000-000", pipeline="orders", started_at=t0,
                                         finished_at=t0 + timedelta(seconds=3), status="Success",
@@ -240,6 +242,8 @@ def test_a_restarted_server_finalizes_the_jobs_it_can_no_longer_see(config: Path
     assert elsewhere["state"] == "running"
     assert adopted["state"] == "running"
     assert final["state"] == "failed" and final["result"]["recovered"] is True
+    # the pid files of settled jobs go with them (issue 13 item 9)
+    assert sorted((project.dot_rocky / "running").glob("*.json")) == []
 
 
 def test_a_sweep_that_finds_the_store_busy_is_deferred_to_the_next_chance(config: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rocky_engine.schedule.output import TickOutput
+from rocky_engine.schedule.tick_output import TickOutput
 from rocky_engine.server.metrics import Metrics, ScrapeFacts
 from rocky_engine.wire.tick import Executed, Skipped
 from tests.engine.server.kit import SECRET, InProcessServer, sign, simple_project

@@ -17,8 +17,8 @@ import pytest
 
 from rocky_engine.project import load_project
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.jobs import JobRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.server.kit import (
     SECRET,
     runs_in_store,

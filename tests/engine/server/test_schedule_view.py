@@ -11,7 +11,7 @@ from typing import Any
 
 from rocky_engine.schedule.tick_lock import TickLock
 from rocky_engine.state import StateStore
-from rocky_engine.state.claims import ClaimRepo
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconciler, transformation
 from tests.engine.server.kit import GOOD_MODELS, InProcessServer, simple_project
 

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import pytest
 
 from rocky_engine.config.sections import IdempotencyConfig
+from rocky_engine.process.identity import this_process
 from rocky_engine.run import idempotency
 from rocky_engine.state.idempotency_decision import (
     ClaimDecision,
@@ -99,7 +100,8 @@ def test_the_local_claim_follows_the_table(tmp_path: Path, row: Row) -> None:
     assert decision == row.expected
     if row.expected.proceed:
         assert after == IdempotencyEntry(key="k", state="in_flight", run_id="run-new", claimed_at=row.now,
-                                         expires_at=row.now + timedelta(hours=2), finished_at=None)
+                                         expires_at=row.now + timedelta(hours=2), finished_at=None,
+                                         holder=this_process().encode())
     else:
         assert after == row.entry  # a skip leaves the entry as it was
 
@@ -114,3 +116,12 @@ def test_the_peek_of_a_racing_run_follows_the_table(tmp_path: Path, row: Row) ->
             path, "k", IdempotencyConfig(dedup_on=row.dedup_on), lambda: row.now, wait_seconds=0
         )
     assert seen == (None if row.expected.proceed else row.expected)
+
+
+def test_a_live_claim_whose_holder_is_proved_dead_is_adopted() -> None:
+    live = held("in_flight")
+    assert decide(live, "success", T0, holder_dead=lambda holder: True) == ClaimDecision(
+        proceed=True, outcome="adopted", adopted=True, previous_run_id=HOLDER, holder_dead=True
+    )
+    assert not decide(live, "success", T0, holder_dead=lambda holder: False).proceed
+    assert not decide(live, "success", T0).proceed  # no proof asked for (a run racing the lock holder)

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.state import ModelExecution, ProgressEntry, RunRecord, StateStore
-from rocky_engine.state.claims import ClaimRepo
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
+from rocky_engine.state.schedule_claims import ClaimRepo
 from tests.fixtures.inprocess import InProcess, assert_no_traceback, rocky_in_process
 from tests.fixtures.projects import TRANSFORMATION_TOML, run_rocky
 

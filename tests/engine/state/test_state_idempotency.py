@@ -167,7 +167,10 @@ RACER = textwrap.dedent(
         d = store.idempotency.claim("race-key", name, now=datetime(2026, 3, 1, tzinfo=UTC), ttl_hours=24)
     finally:
         store.close()
-    print(json.dumps({"name": name, "outcome": d.outcome, "by": d.skipped_by_run_id}))
+    print(json.dumps({"name": name, "outcome": d.outcome, "by": d.skipped_by_run_id}), flush=True)
+    # stay alive, as a run holding its claim does: a holder that has exited is adopted (provably dead)
+    while not Path(str(go) + ".done").exists():
+        time.sleep(0.01)
     """
 )
 
@@ -188,10 +191,15 @@ def test_processes_racing_for_one_key_let_exactly_one_proceed(tmp_path: Path) ->
         assert proc.stdout.readline().strip() == "ready"
     go.touch()
     results = []
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            results.append(json.loads(proc.stdout.readline()))
+    finally:
+        (tmp_path / "go.done").touch()  # every racer may exit now
     for proc in procs:
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-        results.append(json.loads(out))
     winners = [r for r in results if r["outcome"] == "claimed"]
     assert len(winners) == 1
     losers = [r for r in results if r["outcome"] != "claimed"]

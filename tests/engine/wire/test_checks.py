@@ -163,10 +163,10 @@ def test_the_two_dagster_paths_share_the_builder() -> None:
     of it left in either)."""
     import inspect
 
-    import dagster_rocky.execution as execution
+    import dagster_rocky.streaming as streaming
     import rocky_engine.run.pipes_report as pipes_report
 
-    for module in (execution, pipes_report):
+    for module in (streaming, pipes_report):
         source = inspect.getsource(module)
         assert "materialization_metadata(" in source and "def materialization_metadata" not in source
         assert "check_metadata(" in source

@@ -19,6 +19,7 @@ from rocky_engine.wire.base import WireModel
 from rocky_engine.wire.brief import BriefResult
 from rocky_engine.wire.checks import ASSERTION_MODELS, AssertionCheck, CheckResult
 from rocky_engine.wire.ci import CiResult
+from rocky_engine.wire.dag import DagResult
 from rocky_engine.wire.discover import DiscoverResult
 from rocky_engine.wire.doctor import DoctorResult
 from rocky_engine.wire.history import HistoryResult, ModelHistoryResult
@@ -49,6 +50,7 @@ class Step:
 STEPS = [
     Step("validate", ("validate",), ValidateResult, 0),
     Step("discover", ("discover",), DiscoverResult, 0),
+    Step("dag", ("dag",), DagResult, 0),
     Step("run replication", ("run", "--pipeline", "raw"), RunResult, 0),
     Step("run with a key", ("run", "--pipeline", "raw", "--idempotency-key", "k1"), RunResult, 0),
     Step("run skipped by its key", ("run", "--pipeline", "raw", "--idempotency-key", "k1"), RunResult, 0),
@@ -130,6 +132,18 @@ def _replication(doc: WireModel) -> None:
     builtin = {cls for cls in CheckResult.__subclasses__() if cls.TAG != "unknown"}  # not UnknownCheck
     expected = set(ASSERTION_MODELS) | builtin - {AssertionCheck}
     assert kinds == expected, sorted(c.__name__ for c in expected - kinds)
+
+
+@checked("dag")
+def _dag(doc: WireModel) -> None:
+    from rocky_sdk.types_generated.dag_schema import DagOutput
+
+    assert isinstance(doc, DagResult)
+    kinds = doc.summary.counts_by_kind
+    assert kinds.get("replication", 0) >= 2 and kinds.get("transformation", 0) >= 2, kinds
+    # the published client reads the same document
+    published = DagOutput.model_validate(doc.wire())
+    assert [n.id for n in published.nodes] == [n.id for n in doc.nodes]
 
 
 @checked("run skipped by its key")

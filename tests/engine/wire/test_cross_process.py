@@ -220,7 +220,7 @@ def test_tick_heartbeat_file_is_read_by_another_process(tmp_path: Path) -> None:
 def test_running_child_registry_file(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from rocky_engine.schedule.claims import ChildRegistry
+    from rocky_engine.schedule.claim_lifecycle import ChildRegistry
     from rocky_engine.wire.schedule import RunningChild
 
     registry = ChildRegistry(tmp_path)

@@ -71,12 +71,15 @@ def test_upload_failure_fail_fails_the_run(
     machines: Callable[[str], Machine], redis_factory: Callable[[], RedisServer]
 ) -> None:
     m = _valkey_machine(machines, redis_factory(), "fail", kill_during_run=True)
-    result = m.rocky("run")
+    result = m.rocky("run", "-o", "table")
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1
     assert errors[0].startswith("error: could not upload the state to key 'p:state.sqlite' on redis://127.0.0.1:")
     assert 'on_upload_failure = "fail" makes this an error' in errors[0]
+    # the run's document still comes first, and it and the local run record say the same (issue 13)
+    assert "status=Failure" in result.stdout
+    assert m.local_rows("SELECT status, exit_code FROM run_history") == [("Failure", 1)]
 
 
 @pytest.mark.slow
@@ -101,7 +104,9 @@ def test_failed_download_suppresses_the_upload(
         assert result.returncode == 0, result.stderr
     else:
         assert result.returncode == 1
-        assert "error: the state was not uploaded to s3://" in result.stderr
+        assert '"level": "error"' in result.stderr
+        assert "the state was not uploaded to s3://" in result.stderr
+        assert json.loads(result.stdout)["status"] == "Failure"  # the document first, as every exit 1
         assert "because the download failed" in result.stderr
 
 

@@ -26,14 +26,21 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 A_TS, B_TS = "2024-01-01T00:00:00", "2025-06-01T00:00:00"
 
 
+def _errors_hook(m: Machine) -> str:
+    """A pipeline_error hook appending its event context to the machine's ``errors.jsonl``."""
+    log = m.root / "errors.jsonl"
+    return f"\n[[hook.on_pipeline_error]]\ncommand = 'cat >> {log}; echo >> {log}'\n"
+
+
 def _overlap(
     remote: Remote, machines: Callable[[str], Machine], tmp_path: Path, mode: str
 ) -> tuple[Machine, Machine, tuple[int, str, str], tuple[int, str, str]]:
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     a, b = machines("a"), machines("b")
-    a.write(remote.state_toml(concurrency_control=mode), barrier_hook(barrier, "a", "b", 0))
-    b.write(remote.state_toml(concurrency_control=mode), barrier_hook(barrier, "b", "a", 1.5))
+    state = remote.state_toml(concurrency_control=mode)
+    a.write(state, barrier_hook(barrier, "a", "b", 0) + _errors_hook(a))
+    b.write(state, barrier_hook(barrier, "b", "a", 1.5) + _errors_hook(b))
     a.seed(A_TS.replace("T", " "))
     b.seed(B_TS.replace("T", " "))
     pa, pb = a.popen("run", "-o", "json"), b.popen("run", "-o", "json")
@@ -68,12 +75,22 @@ def test_cas_overlap_exactly_one_loses_loudly(
     backend: str, request: pytest.FixtureRequest, machines: Callable[[str], Machine], tmp_path: Path
 ) -> None:
     remote: Remote = request.getfixturevalue(f"{backend}_remote")
-    a, b, (rc_a, out_a, err_a), (rc_b, _, err_b) = _overlap(remote, machines, tmp_path, "cas")
+    a, b, (rc_a, out_a, err_a), (rc_b, out_b, err_b) = _overlap(remote, machines, tmp_path, "cas")
 
     assert rc_a == 0, err_a
     assert rc_b == 1, f"the second uploader must fail closed:\n{err_b}"
-    error = [line for line in err_b.splitlines() if line.startswith("error: ")]
+    logged = [json.loads(line) for line in err_b.splitlines() if line.startswith("{")]
+    error = [e["message"] for e in logged if e["level"] == "error"]
     assert len(error) == 1
+    # the loser tells one story (issue 13 item 12): its document, its pipeline_error hook and its local
+    # run record all say Failure, exit 1, naming the race
+    lost_doc = json.loads(out_b)
+    assert lost_doc["status"] == "Failure"
+    assert any("lost a state upload race" in e["error"] for e in lost_doc["errors"])
+    assert b.local_rows("SELECT status, exit_code FROM run_history") == [("Failure", 1)]
+    [fired] = [json.loads(line) for line in (b.root / "errors.jsonl").read_text().splitlines() if line]
+    assert fired["event"] == "pipeline_error" and "lost a state upload race" in fired["error"]
+    assert not (a.root / "errors.jsonl").exists()
     assert "lost a state upload race" in error[0]
     assert 'with concurrency_control = "cas" this run\'s state was not uploaded' in error[0]
     assert "the other run's state stands" in error[0]

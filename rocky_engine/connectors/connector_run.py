@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.connectors.launch import LaunchSpec, Redactor, program_env, run_program
 from rocky_engine.connectors.limits import claim_ttl_hours
-from rocky_engine.connectors.plan import ConnectorPlan, plan_connector
+from rocky_engine.connectors.preflight import ConnectorPlan, plan_connector
 from rocky_engine.connectors.result import ConnectorResult, read_result
 from rocky_engine.connectors.scratch import create_scratch, remove_scratch
-from rocky_engine.errors import AdapterError, RockyError, StateLockedError
+from rocky_engine.errors import AdapterError, RockyError
 from rocky_engine.logs import get_logger
 from rocky_engine.run.load_output import LoadOutput
 from rocky_engine.state.connectors import ConnectorStateRepo, claim_key
@@ -97,25 +97,13 @@ def execute_connector_load(
 
 def open_state_waiting(project: Project, wait_secs: float, purpose: str) -> SyncedStore:
     """Open the state store as its writer (and download the remote state, on a remote backend), waiting up
-    to ``wait_secs`` for another rocky's writer lock."""
+    to ``wait_secs`` for another rocky's writer lock (the store logs the wait, naming the holder)."""
     from rocky_engine.state.remote import open_synced_store
 
-    deadline = time.monotonic() + wait_secs
-    warned = False
-    while True:
-        try:
-            return open_synced_store(
-                project.state_path(), project.config.state, namespace=project.state_namespace,
-                on_newer="refuse",
-            )
-        except StateLockedError as exc:
-            if time.monotonic() >= deadline:
-                raise
-            if not warned:
-                log.warning("state store %s is locked by another rocky process; waiting up to %d s to %s",
-                            exc.path, int(wait_secs), purpose)
-                warned = True
-            time.sleep(0.2)
+    return open_synced_store(
+        project.state_path(), project.config.state, namespace=project.state_namespace, on_newer="refuse",
+        wait_for_lock=wait_secs, wait_purpose=purpose,
+    )
 
 
 class _Run:

@@ -25,7 +25,7 @@ from typing import Any
 
 from rocky_engine.logs import get_logger
 from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
-from rocky_engine.state.idempotency import IdempotencyRepo, check_ttl, in_flight_claim
+from rocky_engine.state.idempotency import IdempotencyRepo, check_ttl, holder_is_dead, in_flight_claim
 from rocky_engine.state.idempotency_decision import (
     FAILED,
     SUCCEEDED,
@@ -58,6 +58,7 @@ class _Entry:
     claimed_at: str
     expires_at: str
     finished_at: str | None = None
+    holder: str | None = None
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -66,6 +67,7 @@ class _Entry:
         return IdempotencyEntry(
             key=key, state=self.state, run_id=self.run_id, claimed_at=from_db(self.claimed_at),
             expires_at=from_db(self.expires_at), finished_at=from_db_opt(self.finished_at),
+            holder=self.holder,
         )
 
     @classmethod
@@ -73,6 +75,7 @@ class _Entry:
         return cls(
             state=entry.state, run_id=entry.run_id, claimed_at=to_db(entry.claimed_at),
             expires_at=to_db(entry.expires_at), finished_at=to_db_opt(entry.finished_at),
+            holder=entry.holder,
         )
 
     @classmethod
@@ -82,6 +85,7 @@ class _Entry:
             return cls(
                 state=str(doc["state"]), run_id=str(doc["run_id"]), claimed_at=str(doc["claimed_at"]),
                 expires_at=str(doc["expires_at"]), finished_at=doc.get("finished_at"),
+                holder=doc.get("holder"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise RemoteStateError(
@@ -132,7 +136,8 @@ class RemoteIdempotency:
             current = None
             if blob is not None:
                 current = _Entry.decode(blob.data, self._backend.describe(name)).entry(key)
-            decision = decide(current, dedup_on, moment)
+            # The run holds its local writer lock; a holder proved dead on this host is not running.
+            decision = decide(current, dedup_on, moment, holder_dead=holder_is_dead)
             if not decision.proceed:
                 assert current is not None  # no entry always proceeds
                 return decision, current

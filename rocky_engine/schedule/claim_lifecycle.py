@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocky_engine.state._time import rfc3339, to_db
-from rocky_engine.state.claims import Claim, Outcome
 from rocky_engine.state.schedule import ScheduleRow
+from rocky_engine.state.schedule_claims import Claim, Outcome
 from rocky_engine.wire.schedule import RunningChild
 
 if TYPE_CHECKING:

@@ -1,0 +1,377 @@
+"""Engine events to Dagster events, as they arrive: ``RockyRunStream`` (what ``run_streaming`` returns).
+
+A ``rocky run --output json`` writes one ``rocky.events`` JSON line on stderr per finished model, table,
+check, drift action or anomaly (``RunEvent``, ``rocky_engine.wire.events``). The stream reads the child's
+stderr line by line (``_process.stream_cli``) and turns each event into a ``MaterializeResult``,
+``AssetCheckResult`` or ``AssetObservation`` the moment it is read; every other line goes to the step log.
+When the process exits, the JSON document on stdout is the authority: what it reports that no event did
+(an older engine, a lost line) is yielded then, and its errors decide the step's outcome.
+
+Rules: one materialization per key, one result per check key, nothing for a key the step did not select
+or a check it did not declare, no result for a check the run did not evaluate, and no materialization for
+a key that failed. ``dagster/row_count`` is the row count of the target after the run (the event's
+``row_count``); the rows this run wrote are ``rocky/rows_copied``. An event's materialization carries
+what the run measured plus the facts ``rocky dag`` knows (target table, strategy); the watermark and the
+column count are in the run document only, so they appear when the document is the source (an engine
+without events).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+from pydantic import ValidationError
+
+from dagster_rocky import _process
+from dagster_rocky.types import (
+    EVENTS_TARGET,
+    CheckResult,
+    DagNode,
+    MaterializationInfo,
+    RowCountCheck,
+    RunEvent,
+    RunResult,
+    TableError,
+)
+from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
+
+#: the check name an anomaly is reported under (a ``row_count_anomaly`` check spec)
+ANOMALY_CHECK = "row_count_anomaly"
+#: metadata keys Rocky adds next to Dagster's own
+ROWS_COPIED = "rocky/rows_copied"
+
+DagsterEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult | dg.AssetObservation
+
+
+@dataclass
+class EventRouting:
+    """Which Dagster key an engine asset key is, and what the step may report.
+
+    Args:
+        keys: engine asset key path -> Dagster key; None: the engine key is the Dagster key.
+        selected: the keys the step materializes; None: every key it resolves.
+        checks: the check keys the step declared and selected; None: any check of a selected key.
+        facts: per-key metadata known before the run (target table, strategy ... from ``rocky dag``),
+            added to an event's materialization (an event carries only what the run measured).
+    """
+
+    keys: Mapping[tuple[str, ...], dg.AssetKey] | None = None
+    selected: set[dg.AssetKey] | None = None
+    checks: set[dg.AssetCheckKey] | None = None
+    facts: Mapping[dg.AssetKey, Mapping[str, Any]] | None = None
+
+    def key(self, engine_key: list[str]) -> dg.AssetKey | None:
+        if not engine_key:
+            return None
+        key = dg.AssetKey(engine_key) if self.keys is None else self.keys.get(tuple(engine_key))
+        if key is None or (self.selected is not None and key not in self.selected):
+            return None
+        return key
+
+    def check_allowed(self, check_key: dg.AssetCheckKey) -> bool:
+        return self.checks is None or check_key in self.checks
+
+
+@dataclass(frozen=True)
+class FailedAsset:
+    """One selected asset the run failed to materialize."""
+
+    key: dg.AssetKey
+    error: str
+    failure_kind: str = "unknown"
+    cooldown_seconds: int | None = None
+
+
+@dataclass
+class _Ledger:
+    """What the stream has reported so far (so the final document adds only what is missing)."""
+
+    materialized: set[dg.AssetKey] = field(default_factory=set)
+    checks: set[dg.AssetCheckKey] = field(default_factory=set)
+    observed_drift: set[tuple[dg.AssetKey, str]] = field(default_factory=set)
+    failed: dict[dg.AssetKey, FailedAsset] = field(default_factory=dict)
+    #: drift seen before the asset's materialization: added to its metadata
+    pending_drift: dict[dg.AssetKey, list[dict[str, Any]]] = field(default_factory=dict)
+    #: when each Dagster event was handed on (monotonic seconds): what the streaming test measures
+    event_times: list[float] = field(default_factory=list)
+
+
+def parse_event_line(line: str) -> RunEvent | None:
+    """The ``RunEvent`` of one stderr line, or None for any other line (plain logs, other targets)."""
+    if not line.startswith("{") or EVENTS_TARGET not in line:
+        return None
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or doc.get("target") != EVENTS_TARGET:
+        return None
+    try:
+        return RunEvent.model_validate(doc)
+    except ValidationError:
+        return None  # an event this version cannot read: the final document still reports it
+
+
+class RockyRunStream:
+    """One streaming ``rocky run``: iterate it for Dagster events as the engine reports them.
+
+    ``yield from rocky.run_streaming(context, ...)`` in an asset body. After the iteration, ``result`` is
+    the run's ``RunResult`` and ``failed`` the selected assets that failed. For code written against the
+    published ``dagster-rocky`` (where ``run_streaming`` returned the ``RunResult``), any ``RunResult``
+    attribute read on the stream (``stream.materializations``) runs it to the end first and reads the result.
+    """
+
+    def __init__(
+        self,
+        lines: Generator[str, None, _process.CliOutcome],
+        *,
+        finish: Callable[[_process.CliOutcome], RunResult],
+        routing: EventRouting,
+        log_line: Callable[[str], None] | None = None,
+    ) -> None:
+        self._lines = lines
+        self._finish = finish
+        self._routing = routing
+        self._log_line = log_line
+        self._ledger = _Ledger()
+        self._result: RunResult | None = None
+        self._iterated = False
+
+    # --- the published-API face ---------------------------------------------------------------------
+
+    @property
+    def result(self) -> RunResult:
+        """The run's document (runs the stream to the end, discarding events, if nobody iterated it)."""
+        if self._result is None:
+            for _ in self:
+                pass
+        assert self._result is not None
+        return self._result
+
+    @property
+    def failed(self) -> dict[dg.AssetKey, FailedAsset]:
+        return self._ledger.failed
+
+    @property
+    def event_times(self) -> list[float]:
+        return self._ledger.event_times
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the stream does not have: RunResult fields (published compatibility).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
+    # --- the events ---------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[DagsterEvent]:
+        if self._iterated:
+            raise RuntimeError("a RockyRunStream can be iterated once")
+        self._iterated = True
+        while True:
+            try:
+                line = next(self._lines)
+            except StopIteration as done:
+                outcome: _process.CliOutcome = done.value
+                break
+            event = parse_event_line(line)
+            if event is None:
+                if self._log_line is not None:
+                    try:
+                        self._log_line(line)
+                    except Exception:  # a logging problem must never break the run it reports on
+                        pass
+                continue
+            for out in self._from_event(event):
+                self._ledger.event_times.append(time.monotonic())
+                yield out
+        self._result = self._finish(outcome)
+        yield from self._from_document(self._result)
+
+    def _from_event(self, event: RunEvent) -> Iterator[DagsterEvent]:
+        key = self._routing.key(event.asset_key)
+        if key is None:
+            return
+        ledger = self._ledger
+        if event.event == "failed":
+            ledger.failed[key] = FailedAsset(key=key, error=event.error or event.message)
+        elif event.event == "materialized":
+            if key in ledger.materialized or key in ledger.failed:
+                return
+            ledger.materialized.add(key)
+            yield dg.MaterializeResult(asset_key=key, metadata=self._event_metadata(key, event))
+        elif event.event == "check" and event.check is not None:
+            check = event.check
+            name = ANOMALY_CHECK if check.kind == "anomaly" else check.name
+            check_key = dg.AssetCheckKey(key, name)
+            if check_key in ledger.checks or not self._routing.check_allowed(check_key):
+                return
+            ledger.checks.add(check_key)
+            metadata: dict[str, Any] = {"severity": check.severity, "kind": check.kind}
+            for field_name in ("observed", "expected", "detail"):
+                value = getattr(check, field_name)
+                if value is not None:
+                    metadata[field_name] = value
+            warn = check.severity.lower().startswith("warn")
+            yield dg.AssetCheckResult(
+                asset_key=key,
+                check_name=name,
+                passed=check.passed,
+                severity=dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR,
+                metadata=metadata,
+                description=check.detail,
+            )
+        elif event.event == "drift" and event.drift is not None:
+            yield self._drift(key, event)
+        elif event.event == "anomaly" and event.anomaly is not None:
+            anomaly = event.anomaly
+            metadata = {
+                "current_count": anomaly.current_count,
+                "baseline_avg": anomaly.baseline_avg,
+                "deviation_pct": anomaly.deviation_pct,
+                "reason": anomaly.reason,
+            }
+            yield dg.AssetObservation(
+                asset_key=key, description=f"row count anomaly: {anomaly.reason}", metadata=metadata
+            )
+            check_key = dg.AssetCheckKey(key, ANOMALY_CHECK)
+            if check_key not in ledger.checks and self._routing.check_allowed(check_key):
+                ledger.checks.add(check_key)
+                yield dg.AssetCheckResult(
+                    asset_key=key,
+                    check_name=ANOMALY_CHECK,
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,  # advisory: an anomaly never fails a run
+                    metadata=metadata,
+                    description=anomaly.reason or None,
+                )
+
+    def _drift(self, key: dg.AssetKey, event: RunEvent) -> dg.AssetObservation:
+        """A drift action as an observation; also kept for the asset's materialization metadata."""
+        assert event.drift is not None
+        drift = event.drift
+        self._ledger.observed_drift.add((key, drift.action))
+        if key not in self._ledger.materialized:
+            self._ledger.pending_drift.setdefault(key, []).append(
+                {"action": drift.action, "reason": drift.reason, "columns": drift.columns}
+            )
+        because = f" ({drift.reason})" if drift.reason else ""
+        return dg.AssetObservation(
+            asset_key=key,
+            description=f"schema drift: {drift.action}{because}",
+            metadata={
+                "rocky/drift_action": drift.action,
+                "rocky/drift_reason": drift.reason,
+                "rocky/drift_columns": dg.MetadataValue.json(drift.columns),
+                "rocky/run_id": event.run_id,
+            },
+        )
+
+    def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            **((self._routing.facts or {}).get(key) or {}),
+            "rocky/run_id": event.run_id,
+            "rocky/pipeline": event.pipeline,
+            # when the engine finished the asset (the event's time), next to when Dagster recorded it
+            "rocky/finished_at": dg.MetadataValue.timestamp(event.ts),
+        }
+        if event.duration_ms is not None:
+            meta["dagster/duration_ms"] = meta["duration_ms"] = event.duration_ms
+        if event.row_count is not None:
+            meta["dagster/row_count"] = event.row_count
+        if event.rows_copied is not None:
+            meta[ROWS_COPIED] = meta["rows_copied"] = event.rows_copied
+        drift = self._ledger.pending_drift.pop(key, None)
+        if drift:
+            meta["rocky/drift"] = dg.MetadataValue.json(drift)
+        return meta
+
+    def _from_document(self, result: RunResult) -> Iterator[DagsterEvent]:
+        """What the final document reports that no event did; its errors mark assets failed."""
+        ledger = self._ledger
+        for err in result.errors:
+            key = self._routing.key(err.asset_key)
+            if key is not None:
+                ledger.failed[key] = _failed(key, err)
+        target_counts: dict[dg.AssetKey, int] = {}
+        for table in result.check_results:
+            key = self._routing.key(table.asset_key)
+            if key is None:
+                continue
+            for check in table.checks:
+                if isinstance(check, RowCountCheck) and check.target_count is not None:
+                    target_counts[key] = check.target_count
+        latest: dict[dg.AssetKey, MaterializationInfo] = {}
+        for mat in result.materializations:
+            key = self._routing.key(mat.asset_key)
+            if key is not None and key not in ledger.failed:
+                latest[key] = mat  # the engine retried a table: its last report wins
+        for key, mat in latest.items():
+            if key in ledger.materialized:
+                continue
+            ledger.materialized.add(key)
+            yield dg.MaterializeResult(
+                asset_key=key, metadata=document_metadata(mat, result.run_id, target_counts.get(key))
+            )
+        for table in result.check_results:
+            key = self._routing.key(table.asset_key)
+            if key is None or key in ledger.failed:
+                continue
+            for check in table.checks:
+                check_key = dg.AssetCheckKey(key, check.name)
+                if check_key in ledger.checks or not self._routing.check_allowed(check_key):
+                    continue
+                ledger.checks.add(check_key)
+                yield check_result(check_key, check)
+
+
+def _failed(key: dg.AssetKey, err: TableError) -> FailedAsset:
+    return FailedAsset(
+        key=key, error=err.error, failure_kind=err.failure_kind, cooldown_seconds=err.cooldown_seconds
+    )
+
+
+def node_facts(node: DagNode) -> dict[str, Any]:
+    """What ``rocky dag`` knows of a node before it runs, under the keys the run document uses."""
+    facts: dict[str, Any] = {}
+    if node.target is not None:
+        name = f"{node.target.catalog}.{node.target.schema_}.{node.target.table}"
+        facts["target_table_full_name"] = facts["dagster/table_name"] = name
+    if node.strategy is not None:
+        facts["strategy"] = node.strategy.type
+    if node.sql_hash:
+        facts["sql_hash"] = node.sql_hash
+    return facts
+
+
+def document_metadata(mat: MaterializationInfo, run_id: str | None, row_count: int | None) -> dict[str, Any]:
+    """A materialization's metadata from the run document: ``dagster/row_count`` only when the document
+    knows the target's count after the run (a row_count check measured it), never the rows copied."""
+    meta = materialization_metadata(mat, run_id)
+    meta.pop("dagster/row_count", None)
+    if mat.rows_copied is not None:
+        meta[ROWS_COPIED] = mat.rows_copied
+    if row_count is not None:
+        meta["dagster/row_count"] = row_count
+    return meta
+
+
+def check_result(check_key: dg.AssetCheckKey, check: CheckResult) -> dg.AssetCheckResult:
+    """A check result of the run document as Dagster's result."""
+    warn = dagster_severity(check) == "WARN"
+    severity = dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR
+    metadata: dict[str, Any] = {"severity": check.severity}
+    for name, value in check_metadata(check).items():
+        metadata[name] = dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+    return dg.AssetCheckResult(
+        asset_key=check_key.asset_key,
+        check_name=check_key.name,
+        passed=check.passed,
+        severity=severity,
+        metadata=metadata,
+    )
