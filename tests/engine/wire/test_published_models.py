@@ -111,7 +111,7 @@ def _ci(doc: dict[str, Any]) -> None:
     assert all(isinstance(d["model"], str) for d in doc["diagnostics"])
     assert doc["failures"] and len(doc["failures"]) == doc["tests_failed"]
     [failure] = doc["failures"]
-    assert failure["name"] == "not_null_no_such_column on order_totals", failure
+    assert failure["name"] == "not_null:no_such_column on order_totals", failure
     assert "no_such_column" in failure["error"]
 
 
