@@ -97,7 +97,7 @@ def test_an_assertion_on_a_missing_column_is_an_error(tmp_path: Path) -> None:
     )
     # the failed test, as the published client lists it
     [failure] = result.failures
-    assert failure.name == "accepted_values_status on fct_orders" and failure.error.startswith("Binder Error")
+    assert failure.name == "accepted_values:status on fct_orders" and failure.error.startswith("Binder Error")
 
 
 def test_without_a_warehouse_sources_are_advisory(tmp_path: Path) -> None:
