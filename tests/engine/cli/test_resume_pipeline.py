@@ -67,7 +67,7 @@ def test_a_resume_runs_the_pipeline_it_is_about(tmp_path: Path) -> None:
     assert code == 0, err
     # east recorded progress last; its latest run succeeded, so nothing is resumed: an ordinary east run
     assert "resumed_from" not in resumed and "pipeline 'east'" in str(resumed["resume_note"])
-    tables = [m["metadata"]["target_table_full_name"] for m in resumed["materializations"]]
+    tables = sorted(m["metadata"]["target_table_full_name"] for m in resumed["materializations"])
     assert tables == ["wh.stg_east__shop.a", "wh.stg_east__shop.b"]
     # --resume RUN_ID: the pipeline of that run (west ran last, the east run is named)
     code, _, err = _rocky(project, "run", "--pipeline", "west")
