@@ -41,11 +41,13 @@ test: venv test-deps
 $(TOOLS_STAMP): $(STAMP) tests/engine/connectors/toolchain.py
 	$(BIN)/python -m tests.engine.connectors.toolchain $(TOOLS_STAMP)
 
-## make test-deps: install once what the tests start (PostgreSQL, Redis, Spark, the connector toolchain);
+## make test-deps: install once what the tests start (PostgreSQL, Redis, Spark, the connector toolchain, the
+## published clients' venv);
 ## under ROCKY_REQUIRE_SERVICES=1 (CI) anything that cannot be installed fails here with the reason
 test-deps: venv $(TOOLS_STAMP)
 	bash scripts/install-test-deps.sh
 	bash scripts/install-spark.sh $(BIN)/python
+	bash scripts/setup-published-client.sh $(VENV) .venv-published
 
 lint: venv
 	$(BIN)/ruff check rocky_engine dagster_rocky tests bench examples
@@ -64,4 +66,4 @@ mutate: venv
 	$(BIN)/python bench/mutate.py
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work
+	rm -rf $(VENV) .venv-published .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

@@ -21,13 +21,20 @@ import shutil
 import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
 import dagster as dg
 from pydantic import BaseModel, Field, ValidationError
 
 from dagster_rocky import _process
-from dagster_rocky.types import DagResult, DiscoverResult, DoctorResult, HistoryResult, RunResult
+from dagster_rocky.types import (
+    DagResult,
+    DiscoverResult,
+    DoctorResult,
+    HistoryResult,
+    ModelHistoryResult,
+    RunResult,
+)
 from rocky_engine.wire.base import validation_summary
 
 if TYPE_CHECKING:
@@ -165,9 +172,20 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
         return run_under_pipes(self, context, self.run_args(filter, **options), env=env, extras=extras)
 
-    def history(self, model: str | None = None, since: str | None = None) -> HistoryResult:
-        """``rocky history``: the newest runs recorded in the state store."""
+    @overload
+    def history(self, model: None = None, since: str | None = None) -> HistoryResult: ...
+
+    @overload
+    def history(self, model: str, since: str | None = None) -> ModelHistoryResult: ...
+
+    def history(
+        self, model: str | None = None, since: str | None = None
+    ) -> HistoryResult | ModelHistoryResult:
+        """``rocky history``: the newest runs recorded in the state store; with ``model``, that model's
+        newest executions (``rocky history --model``, a document of its own)."""
         args = ["history"] + (["--model", model] if model else []) + (["--since", since] if since else [])
+        if model:
+            return self._invoke(args, ModelHistoryResult, "history")
         return self._invoke(args, HistoryResult, "history")
 
     def doctor(self, check: str | None = None) -> DoctorResult:

@@ -46,7 +46,13 @@ from rocky_engine.wire.discover import (
 )
 from rocky_engine.wire.doctor import DoctorCheck, DoctorResult
 from rocky_engine.wire.events import EVENTS_TARGET, EventAnomaly, EventCheck, EventDrift, RunEvent
-from rocky_engine.wire.history import HistoryResult, HistoryRun
+from rocky_engine.wire.history import (
+    HistoryResult,
+    HistoryRun,
+    HistoryRunModel,
+    ModelExecutionRow,
+    ModelHistoryResult,
+)
 from rocky_engine.wire.run import (
     AnomalyInfo,
     ContainedInfo,
@@ -97,8 +103,11 @@ __all__ = [
     "FreshnessCheckConfig",
     "HistoryResult",
     "HistoryRun",
+    "HistoryRunModel",
     "MaterializationInfo",
     "MaterializationMetadata",
+    "ModelExecutionRow",
+    "ModelHistoryResult",
     "NullRateCheck",
     "PermissionsInfo",
     "RowCountCheck",

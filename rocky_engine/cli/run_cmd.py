@@ -79,7 +79,7 @@ def _load_pipeline(project: Any, args: argparse.Namespace) -> str | None:
     from rocky_engine.errors import UsageError
     from rocky_engine.run.runner import choose_pipeline
 
-    name = choose_pipeline(project, args.pipeline)
+    name = choose_pipeline(project, args.pipeline, resume=args.resume, resume_latest=args.resume_latest)
     if project.config.pipeline(name).type != "load":
         return None
     refused = [flag for flag, value in (

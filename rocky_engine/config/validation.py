@@ -43,6 +43,7 @@ from rocky_engine.config.adapters import WAREHOUSE_TYPES
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import (
     LoadPipeline,
+    PipelineConfig,
     QualityPipeline,
     ReplicationPipeline,
     SnapshotPipeline,
@@ -54,7 +55,13 @@ from rocky_engine.config.schedule_syntax import cron_problem as cron_problem
 from rocky_engine.config.schedule_syntax import timezone_problem as timezone_problem
 from rocky_engine.graph import find_cycles
 from rocky_engine.output import Result, md_table
-from rocky_engine.wire.validate import PipelineSummary, ValidateResult, ValidationMessage
+from rocky_engine.wire.validate import (
+    AdapterSummary,
+    ModelsSummary,
+    PipelineSummary,
+    ValidateResult,
+    ValidationMessage,
+)
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -370,7 +377,7 @@ class ValidateOutput(ValidateResult, Result):
         if self.valid:
             head = (
                 f"✓ config valid: {len(self.adapters)} adapter(s), {len(self.pipelines)} pipeline(s), "
-                f"{self.models} model(s)"
+                f"{self.models.count} model(s)"
             )
         else:
             head = f"✗ config invalid ({self._counts()})"
@@ -410,12 +417,43 @@ def run_validation(
     if adjust is not None:
         adjust(cfg)
     messages = validate_config(cfg)
+    from rocky_engine.models import models_base_dir
+
     model_messages, model_count = validate_models(cfg, env)
     messages.extend(model_messages)
+    failed = [m.field or "" for m in messages if m.severity == "error"]
     return ValidateOutput(
-        valid=not any(m.severity == "error" for m in messages),
+        valid=not failed,
         messages=messages,
-        adapters=list(cfg.adapters),
-        pipelines=[PipelineSummary(name=n, type=p.type) for n, p in cfg.pipelines.items()],
-        models=model_count,
+        adapters=[
+            AdapterSummary(name=n, adapter_type=a.type, ok=not _about(failed, f"adapter.{n}"))
+            for n, a in cfg.adapters.items()
+        ],
+        pipelines=[
+            pipeline_summary(n, p, ok=not _about(failed, f"pipeline.{n}")) for n, p in cfg.pipelines.items()
+        ],
+        models=ModelsSummary(
+            count=model_count,
+            found=any(models_base_dir(p.models, cfg.root).is_dir() for p in cfg.pipelines.values()
+                      if isinstance(p, TransformationPipeline)),
+            dag_valid=not any(m.code in ("V004", "V005") for m in model_messages),
+        ),
     )
+
+
+def _about(fields: list[str], prefix: str) -> bool:
+    return any(f == prefix or f.startswith(prefix + ".") for f in fields)
+
+
+def pipeline_summary(name: str, p: PipelineConfig, *, ok: bool) -> PipelineSummary:
+    """One pipeline of the validate document: its type, where it writes and how."""
+    catalog = schema = ""
+    strategy: str = p.type
+    if isinstance(p, ReplicationPipeline):
+        catalog, schema, strategy = p.target.catalog_template, p.target.schema_template, p.strategy
+    else:
+        target = getattr(p, "target", None)
+        catalog = str(getattr(target, "catalog", None) or "")
+        schema = str(getattr(target, "schema_", None) or "")
+    return PipelineSummary(name=name, type=p.type, ok=ok, catalog_template=catalog, schema_template=schema,
+                           strategy=strategy)

@@ -71,7 +71,8 @@ def hooks_list(config: RockyConfig) -> HooksListOutput:
         for event in HOOK_EVENTS
         for i, h in enumerate(config.hook.commands.get(event, []))
     ]
-    return HooksListOutput(hooks=hooks, warnings=[w for w in config.warnings if "[hook" in w])
+    warnings = [w for w in config.warnings if "[hook" in w]
+    return HooksListOutput(total=len(hooks), hooks=hooks, warnings=warnings)
 
 
 def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = None) -> HooksTestOutput:
@@ -109,8 +110,13 @@ def hooks_test(config: RockyConfig, event_key: str, *, pipeline: str | None = No
         metadata={"test": True, **_STATUS.get(event, {})},
         raise_on_abort=False,
     )
+    tested = [_tested(r) for r in results]
+    failed = [r.hook for r in tested if not r.ok]
+    aborts = any(not r.ok and r.on_failure == "abort" for r in tested)
     return HooksTestOutput(
-        event=f"on_{event}", run_id=run_id, pipeline=name, results=[_tested(r) for r in results]
+        event=f"on_{event}", run_id=run_id, pipeline=name, results=tested,
+        status="abort" if aborts else "continue",
+        message=f"failed: {', '.join(failed)}" if failed else None,
     )
 
 

@@ -35,7 +35,11 @@ from rocky_engine.state.runs import RunRecord
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.base import WireModel
 from rocky_engine.wire.brief import (
+    SINCE_MODES,
+    AttentionModel,
+    AttentionRun,
     BriefResult,
+    CostSection,
     DriftEvent,
     DriftSection,
     FreshnessItem,
@@ -43,6 +47,7 @@ from rocky_engine.wire.brief import (
     PipelineRuns,
     QualityFailure,
     QualitySection,
+    RunCost,
     RunFailure,
     RunsSection,
     SchedulerSection,
@@ -118,11 +123,13 @@ def build_brief(
             generated_at=rfc3339(moment),
             since=rfc3339(since),
             window=label,
+            since_mode=SINCE_MODES.get(label),
             runs=runs_section(runs),
             drift=drift_section(runs),
             freshness=freshness_section(project, store, moment),
             quality=quality_section(store, since, runs),
-            scheduler=scheduler_section(project, store, since),
+            scheduler=scheduler_section(project, store, since, runs),
+            cost=cost_section(runs),
         )
     if label == "last":
         result._after = lambda: advance_cursor(project, moment, store_path)
@@ -146,6 +153,8 @@ def advance_cursor(project: Project, moment: datetime, store_path: Any = None) -
 def _unavailable(now: datetime, since: datetime, label: str, reason: str) -> BriefOutput:
     return BriefOutput(
         generated_at=rfc3339(now), since=rfc3339(since), window=label,
+        since_mode=SINCE_MODES.get(label),
+        cost=CostSection(availability="unavailable", note=reason),
         runs=RunsSection(availability="unavailable", reason=reason),
         drift=DriftSection(availability="unavailable", reason=reason),
         freshness=FreshnessSection(availability="unavailable", reason=reason),
@@ -180,7 +189,28 @@ def runs_section(runs: list[RunRecord]) -> RunsSection:
             section.failed += 1
     section.pipelines = sorted(by_pipeline.values(), key=lambda p: p.pipeline)
     section.failures = [_failure(r) for r in runs if r.status != "Success"][:_LISTED]
+    section.attention = [_attention(r) for r in runs if r.status != "Success"][:_LISTED]
     return section
+
+
+def _attention(run: RunRecord) -> AttentionRun:
+    failed = [AttentionModel(model_name=m.model_name, status=m.status) for m in run.models_executed
+              if m.status not in ("success", "skipped")]
+    return AttentionRun(
+        run_id=run.run_id, status=run.status, started_at=rfc3339(run.started_at),
+        finished_at=rfc3339(run.finished_at or run.started_at), trigger=run.trigger, failed_models=failed,
+    )
+
+
+def cost_section(runs: list[RunRecord]) -> CostSection:
+    """What the runs took (durations: there is no cost model, so no dollars or bytes scanned)."""
+    if not runs:
+        return CostSection(availability="no_data")
+    per_run = [RunCost(run_id=r.run_id, duration_ms=r.effective_duration_ms()) for r in runs]
+    return CostSection(
+        availability="available", per_run=per_run[:_LISTED], run_count=len(runs),
+        total_duration_ms=sum(r.duration_ms for r in per_run), note="durations only: no cost model",
+    )
 
 
 def _failure(run: RunRecord) -> RunFailure:
@@ -205,8 +235,11 @@ def drift_section(runs: list[RunRecord]) -> DriftSection:
         for drift in _recorded([run.extra.get("drift")], DriftInfo):
             section.tables_drifted += drift.tables_drifted
             for action in drift.actions_taken[: max(0, _LISTED - len(section.events))]:
-                section.events.append(DriftEvent(run_id=run.run_id, pipeline=run.pipeline, table=action.table,
-                                                 action=action.action, reason=action.reason))
+                section.events.append(DriftEvent(
+                    run_id=run.run_id, pipeline=run.pipeline, table=action.table, action=action.action,
+                    reason=action.reason, change=f"{action.table}: {action.action} ({action.reason})",
+                    timestamp=rfc3339(run.started_at), graph_hash=run.config_hash or "",
+                ))
     return section
 
 
@@ -291,8 +324,17 @@ def quality_section(store: StateStore, since: datetime, runs: list[RunRecord]) -
     )
 
 
-def scheduler_section(project: Project, store: StateStore, since: datetime) -> SchedulerSection:
-    """The scheduler's own digest (paused pipelines, failure streaks, incidents)."""
+def scheduler_section(
+    project: Project, store: StateStore, since: datetime, runs: list[RunRecord]
+) -> SchedulerSection:
+    """The scheduler's own digest (paused pipelines, failure streaks, incidents), and the window's
+    scheduler-started runs."""
     from rocky_engine.schedule.health import scheduler_brief
 
-    return scheduler_brief(project, store, since)
+    section = scheduler_brief(project, store, since)
+    if section.availability == "available":
+        scheduled = [r for r in runs if r.submission_id is not None]
+        section.scheduled_pipelines = sum(p.schedule is not None for p in project.config.pipelines.values())
+        section.runs_in_window = len(scheduled)
+        section.failed_in_window = sum(r.status != "Success" for r in scheduled)
+    return section

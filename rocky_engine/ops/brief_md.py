@@ -132,8 +132,8 @@ def _scheduler(section: dict[str, Any]) -> list[str]:
         newest = section.get("newest_incident")
         newest_text = f"; newest: `{newest}`" if newest else ""
         lines.append(f"- incidents in this window: {count}{tail}{newest_text}")
-    shown |= {"paused", "consecutive_failures", "last_evaluated_at", "incident_count", "incidents_kept",
-              "newest_incident"}
+    shown |= {"paused", "holds", "consecutive_failures", "last_evaluated_at", "incident_count",
+              "incidents_kept", "newest_incident"}
     for key, value in section.items():
         if key in shown or value in (None, [], {}):
             continue

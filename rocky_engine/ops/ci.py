@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rocky_engine.errors import ModelError, RockyError, UsageError
 from rocky_engine.output import Result, render_rows
-from rocky_engine.wire.ci import CiDiagnostic, CiResult, CiSeverity
+from rocky_engine.wire.ci import CiDiagnostic, CiResult, CiSeverity, CiTestFailure
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,8 +55,13 @@ class CiOutput(CiResult, Result):
         )
         if not self.diagnostics:
             return head
-        rows = [[d.severity, d.code, d.pipeline or "", d.model or "", d.message] for d in self.diagnostics]
+        rows = [[d.severity.lower(), d.code, d.pipeline or "", d.model, d.message] for d in self.diagnostics]
         return head + render_rows(None, ["severity", "code", "pipeline", "model", "message"], rows)
+
+
+#: our severities (validate's included) as the published enum spells them
+Severity = Literal["error", "warning", "info"]
+_PUBLISHED: dict[str, CiSeverity] = {"error": "Error", "warning": "Warning", "info": "Info"}
 
 
 @dataclass
@@ -68,11 +73,18 @@ class _Tally:
     failed: int = 0
     skipped: int = 0
     compile_errors: int = 0
+    failures: list[CiTestFailure] = field(default_factory=list)
 
-    def add(self, severity: CiSeverity, code: str, message: str, pipeline: str | None = None,
+    def add(self, severity: Severity, code: str, message: str, pipeline: str | None = None,
             model: str | None = None) -> None:
-        self.diagnostics.append(CiDiagnostic(severity=severity, code=code, message=message, pipeline=pipeline,
-                                             model=model))
+        self.diagnostics.append(CiDiagnostic(severity=_PUBLISHED[severity], code=code, message=message,
+                                             pipeline=pipeline, model=model or ""))
+
+    def fail(self, test: str, error: str) -> None:
+        """A test that failed (counted in ``tests_failed``, listed in ``failures``)."""
+        self.failed += 1
+        self.failures.append(CiTestFailure(name=test, error=error))
+
 
 
 def run_ci(
@@ -136,12 +148,12 @@ def _pipelines(config: RockyConfig, requested: str | None) -> list[str]:
 
 
 def _result(tally: _Tally) -> CiOutput:
-    errors = sum(d.severity == "error" for d in tally.diagnostics)
-    warnings = sum(d.severity == "warning" for d in tally.diagnostics)
+    errors = sum(d.severity == "Error" for d in tally.diagnostics)
+    warnings = sum(d.severity == "Warning" for d in tally.diagnostics)
     code: Literal[0, 1, 4] = 1 if errors else 4 if warnings else 0
     return CiOutput(
         exit_code=code,
-        compile_ok=tally.compile_errors == 0 and not any(d.code.startswith("V") and d.severity == "error"
+        compile_ok=tally.compile_errors == 0 and not any(d.code.startswith("V") and d.severity == "Error"
                                                          for d in tally.diagnostics),
         tests_ok=tally.failed == 0,
         models_compiled=tally.compiled,
@@ -150,6 +162,7 @@ def _result(tally: _Tally) -> CiOutput:
         tests_failed=tally.failed,
         tests_skipped=tally.skipped,
         diagnostics=tally.diagnostics,
+        failures=tally.failures,
     )
 
 
@@ -299,7 +312,7 @@ class _Scratch:
                 continue
             except duckdb.Error as exc:
                 blocked.add(name)
-                severity: CiSeverity = "error" if self.strict else "warning"
+                severity: Severity = "error" if self.strict else "warning"
                 self.tally.add(severity, "C003", f"does not build: {_first_line(exc)}{self.dialect_note}",
                                self.pipeline, name)
                 continue
@@ -327,7 +340,7 @@ class _Scratch:
         doc = json.loads(row[0]) if row else {}
         if not doc.get("error"):
             return True
-        severity: CiSeverity = "error" if self.strict else "warning"
+        severity: Severity = "error" if self.strict else "warning"
         message = str(doc.get("error_message", "syntax error"))
         self.tally.add(severity, "C003", f"does not parse: {message}{self.dialect_note}", self.pipeline, name)
         return False
@@ -372,8 +385,8 @@ def _run_assertions(
                     continue
                 check = run_assertion(session, assertion, targets[model].qualified, now)
                 if check.error:
-                    tally.failed += 1
                     message = f"assertion {label} does not run: {check.error}"
+                    tally.fail(f"{label} on {model}", check.error)
                     tally.add("error", "C006", message, name, model)
                 elif assertion.type in TABLE_LEVEL:
                     tally.skipped += 1
@@ -382,7 +395,7 @@ def _run_assertions(
                 elif check.passed:
                     tally.passed += 1
                 else:  # pragma: no cover - an empty table has no failing rows
-                    tally.failed += 1
+                    tally.fail(f"{label} on {model}", f"assertion {label} failed")
                     tally.add("error", "C006", f"assertion {label} failed", name, model)
     finally:
         session.close()

@@ -23,7 +23,13 @@ from rocky_engine.output import Result
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.runs import RUN_STATUSES, RUN_TRIGGERS, RunRecord
 from rocky_engine.state.store import StateStore
-from rocky_engine.wire.history import HistoryResult, HistoryRun, ModelExecutionRow, ModelHistoryResult
+from rocky_engine.wire.history import (
+    HistoryResult,
+    HistoryRun,
+    HistoryRunModel,
+    ModelExecutionRow,
+    ModelHistoryResult,
+)
 
 HISTORY_LIMIT = 50
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -236,8 +242,9 @@ def build_history(
         pipeline=f.pipeline,
     )
     if model is not None:
-        return ModelHistoryOutput(model=model, executions=model_rows(records, model))
-    result = HistoryOutput(runs=[history_run(r, audit=audit) for r in records])
+        rows = model_rows(records, model)
+        return ModelHistoryOutput(model=model, count=len(rows), executions=rows)
+    result = HistoryOutput(count=len(records), runs=[history_run(r, audit=audit) for r in records])
     result._audit = audit
     result._note = f.note()
     return result
@@ -251,6 +258,11 @@ def history_run(record: RunRecord, *, audit: bool) -> HistoryRun:
         status=record.status,
         trigger=record.trigger,
         models_executed=len(record.models_executed),
+        models=[
+            HistoryRunModel(model_name=m.model_name, duration_ms=m.duration_ms, rows_affected=m.rows_affected,
+                            status=m.status)
+            for m in record.models_executed
+        ],
         pipeline=record.pipeline,
         submission_id=record.submission_id,
         interrupted=True if record.interrupted else None,
@@ -278,6 +290,7 @@ def model_rows(records: Sequence[RunRecord], model: str) -> list[ModelExecutionR
                     duration_ms=execution.duration_ms,
                     rows_affected=execution.rows_affected,
                     status=execution.status,
+                    sql_hash=execution.sql_hash or "",
                 )
             )
     return rows[:HISTORY_LIMIT]

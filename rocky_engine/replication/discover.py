@@ -53,7 +53,8 @@ class DiscoverOutput(DiscoverResult, Result):
             text += render_rows("failed sources", ["source", "class", "message"],
                                 [[f.id, f.error_class, f.message] for f in self.failed_sources])
         if self.excluded_tables:
-            text += f"excluded: {', '.join(self.excluded_tables)}\n"
+            names = [f"{e.source_schema}.{e.table_name}" for e in self.excluded_tables]
+            text += f"excluded: {', '.join(names)}\n"
         return text
 
     def render_md(self) -> str:

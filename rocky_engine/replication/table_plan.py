@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rocky_engine.config.schema_pattern import Misfit, asset_key, render_template
 from rocky_engine.errors import ConfigError
+from rocky_engine.wire.discover import ExcludedTable
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.discovery import DiscoveredSource, DiscoverOutcome
@@ -46,33 +47,39 @@ class TablePlan:
 @dataclass
 class ReplicationPlan:
     tables: list[TablePlan] = field(default_factory=list)
-    #: ``<source id>.<table>`` of every table excluded by config
-    excluded: list[str] = field(default_factory=list)
+    #: every table excluded by config
+    excluded: list[ExcludedTable] = field(default_factory=list)
     #: schemas skipped with a reason the caller logs as a warning
     skipped: list[Misfit] = field(default_factory=list)
 
 
-def is_excluded(patterns: list[str], source_id: str, table: str) -> bool:
-    """Whether ``excluded_tables`` names this table (by name or ``source_id.table``; globs allowed)."""
+def excluded_by(patterns: list[str], source_id: str, table: str) -> str | None:
+    """The ``excluded_tables`` pattern that names this table (by name or ``source_id.table``; globs
+    allowed), or None."""
     qualified = f"{source_id}.{table}"
-    return any(fnmatchcase(table, p) or fnmatchcase(qualified, p) for p in patterns)
+    return next((p for p in patterns if fnmatchcase(table, p) or fnmatchcase(qualified, p)), None)
 
 
 def apply_exclusions(
     sources: list[DiscoveredSource], patterns: list[str]
-) -> tuple[list[DiscoveredSource], list[str]]:
-    """Sources without their excluded tables, and the excluded ``source_id.table`` names."""
+) -> tuple[list[DiscoveredSource], list[ExcludedTable]]:
+    """Sources without their excluded tables, and the excluded tables."""
     if not patterns:
         return sources, []
     from dataclasses import replace
 
     kept: list[DiscoveredSource] = []
-    excluded: list[str] = []
+    excluded: list[ExcludedTable] = []
     for source in sources:
         tables = []
         for table in source.tables:
-            if is_excluded(patterns, source.id, table.name):
-                excluded.append(f"{source.id}.{table.name}")
+            pattern = excluded_by(patterns, source.id, table.name)
+            if pattern is not None:
+                excluded.append(ExcludedTable(
+                    asset_key=asset_key(source.source_type, source.components, table.name),
+                    source_schema=source.schema, table_name=table.name,
+                    reason=f"excluded_tables pattern '{pattern}'",
+                ))
             else:
                 tables.append(table)
         kept.append(replace(source, tables=tuple(tables)))

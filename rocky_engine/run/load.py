@@ -206,7 +206,9 @@ def execute_load(
             hint=f"set catalog = \"{catalog}\" (a DuckDB catalog is the file stem of its path)",
         )
     files = discover_files(pipeline, source_dir)
-    out = LoadOutput(pipeline=name)
+    formats = sorted({f.format for f in files})
+    fmt = pipeline.format or (formats[0] if len(formats) == 1 else "mixed" if formats else "")
+    out = LoadOutput(pipeline=name, source_dir=str(source_dir), format=fmt)
     on_newer: OnNewer = "recreate" if project.config.state.on_schema_mismatch == "recreate" else "refuse"
     from rocky_engine.state.remote.sync import open_synced_store
 
@@ -249,6 +251,8 @@ def _load_all(
     for file in files:
         if stopped():
             break
+        full = ".".join(p for p in (target.catalog, target.schema_, file.table) if p)
+        t0 = time.perf_counter()
         try:
             rows = load_file(
                 adapter, pipeline, file, file.table in existing, truncate=file.table not in emptied
@@ -256,12 +260,14 @@ def _load_all(
         except RockyError as exc:
             message = exc.message if isinstance(exc, AdapterError) else str(exc)
             log.error("loading %s into %s failed: %s", file.display, file.table, message)
-            out.add(LoadedFile(path=file.display, table=file.table, error=message))
+            out.add(LoadedFile(path=file.display, table=file.table, target=full, error=message,
+                               duration_ms=int((time.perf_counter() - t0) * 1000)))
             continue
         existing.add(file.table)
         emptied.add(file.table)
         log.info("loaded %s into %s: %d rows", file.display, file.table, rows)
-        out.add(LoadedFile(path=file.display, table=file.table, rows=rows, bytes=file.size))
+        out.add(LoadedFile(path=file.display, table=file.table, target=full, rows=rows, bytes=file.size,
+                           duration_ms=int((time.perf_counter() - t0) * 1000)))
 
 
 def _drop_targets(adapter: WarehouseAdapter, pipeline: LoadPipeline, tables: list[str]) -> None:

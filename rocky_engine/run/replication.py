@@ -338,8 +338,8 @@ class ReplicationRunner:
             ctx.stream.materialized("table", name, out.materializations[-1], copied.row_count)
             if item.drift is not None:
                 for step in item.drift.steps:
-                    out.drift.actions_taken.append(DriftAction(table=plan.key, action=step.action,
-                                                               reason=step.reason))
+                    out.drift.actions_taken.append(DriftAction(asset_key=asset_key, table=plan.key,
+                                                               action=step.action, reason=step.reason))
                     ctx.stream.drift("table", name, asset_key, step.action, step.reason, list(step.columns))
             if copied.checks is not None:
                 out.check_results.append(copied.checks.result)

@@ -11,6 +11,10 @@ knows of is a ``Success`` (also when a later attempt was killed before it wrote 
 nothing to resume and ``--resume-latest`` is an ordinary incremental run; its document says so
 (``resume_note``, no ``resumed_from``). Skipping what a success copied would copy nothing new, forever,
 under a cron wrapper that always passes the flag.
+
+Without ``--pipeline`` on a project of several pipelines (the published client's ``resume_run()`` sends
+none), a resume runs the replication pipeline it is about: the one configured, else the pipeline of the
+``--resume`` run, else the one whose run recorded progress last.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from rocky_engine.errors import UsageError
 if TYPE_CHECKING:
     import logging
 
+    from rocky_engine.project import Project
     from rocky_engine.run.options import RunOptions
     from rocky_engine.state.store import StateStore
 
@@ -94,3 +99,39 @@ def _owner(store: StateStore, run_id: str) -> str | None:
     if record is None:
         return None
     return record.pipeline or ""
+
+
+def resume_pipeline(project: Project, run_id: str | None) -> str:
+    """The replication pipeline a resume without ``--pipeline`` runs (see the module docstring).
+
+    Raises:
+        UsageError: no replication pipeline; several and the store does not say which (naming them).
+    """
+    names = [n for n, p in project.config.pipelines.items() if p.type == "replication"]
+    hint = "choose one with --pipeline NAME"
+    if not names:
+        raise UsageError("--resume/--resume-latest apply to replication pipelines; this project has none",
+                         hint="run it again without the flag")
+    if len(names) == 1:
+        return names[0]
+    from rocky_engine.state.store import StateStore
+
+    path = project.state_path(reading=True)
+    owner: str | None = None
+    if path.exists():
+        with StateStore.open(path, writer=False) as store:
+            if run_id is not None:
+                owner = _owner(store, run_id) or None
+            else:
+                marks = ", ".join("?" for _ in names)
+                rows = store.query(
+                    f"SELECT pipeline FROM run_progress WHERE pipeline IN ({marks}) "
+                    "ORDER BY run_id DESC LIMIT 1",
+                    tuple(names),
+                )
+                owner = str(rows[0][0]) if rows else None
+    if owner in names:
+        return owner
+    which = f"run '{run_id}'" if run_id else "the latest resumable run"
+    raise UsageError(f"cannot tell which replication pipeline ({', '.join(names)}) {which} belongs to",
+                     hint=hint)

@@ -40,7 +40,7 @@ from rocky_engine.run.lifecycle import finish_run, run_with_hooks
 from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput
 from rocky_engine.run.records import build_run_record
-from rocky_engine.run.resume import resolve_resume
+from rocky_engine.run.resume import resolve_resume, resume_pipeline
 from rocky_engine.state._time import now_utc
 from rocky_engine.state.runs import ModelExecution, RunRecord
 from rocky_engine.wire.run import TableError
@@ -64,8 +64,11 @@ class PipelineRunner(Protocol):
     def run(self) -> RunOutput: ...
 
 
-def choose_pipeline(project: Project, requested: str | None) -> str:
-    """The pipeline to run: ``--pipeline``, or the only one configured."""
+def choose_pipeline(
+    project: Project, requested: str | None, *, resume: str | None = None, resume_latest: bool = False
+) -> str:
+    """The pipeline to run: ``--pipeline``, or the only one configured; a resume without ``--pipeline``
+    picks the replication pipeline it resumes (``resume_pipeline``)."""
     names = list(project.config.pipelines)
     if requested is not None:
         project.config.pipeline(requested)  # raises with the list of names
@@ -74,6 +77,8 @@ def choose_pipeline(project: Project, requested: str | None) -> str:
         raise UsageError(
             f"{project.config.path} defines no pipeline", hint="add a [pipeline.NAME] table to rocky.toml"
         )
+    if len(names) > 1 and (resume or resume_latest):
+        return resume_pipeline(project, resume)
     if len(names) > 1:
         raise UsageError(
             f"this project has several pipelines ({', '.join(names)})",
@@ -178,7 +183,8 @@ class RunSteps:
         self.options = options
         self.clock = clock
         self.log = get_logger("run")
-        self.name = choose_pipeline(project, options.pipeline)
+        self.name = choose_pipeline(project, options.pipeline, resume=options.resume,
+                                    resume_latest=options.resume_latest)
         self.pipeline_type: str = project.config.pipeline(self.name).type
         _check_flags(self.name, self.pipeline_type, options)
         self.runner_cls = _runner_class(self.pipeline_type)

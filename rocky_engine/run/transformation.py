@@ -299,6 +299,7 @@ class TransformationRunner:
                 duration_ms=outcome.duration_ms,
                 rows_affected=outcome.value.rows if outcome.value is not None else None,
                 status=status,
+                sql_hash=model.sql_hash,
             )
         )
 

@@ -80,4 +80,4 @@ def spool_listing(dot_rocky: Path) -> SpoolOutput:
             "; ".join(listing.errors),
             hint="fix the permissions or the dangling link; the next tick exits 1 until then",
         )
-    return SpoolOutput(spool=str(spool), demands=[d.entry() for d in listing.demands])
+    return SpoolOutput.of(str(spool), [d.entry() for d in listing.demands])

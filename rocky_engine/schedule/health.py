@@ -154,7 +154,8 @@ def scheduler_brief(project: Project, store: StateStore, since: datetime | None)
         return SchedulerSection(availability="unavailable", reason=str(exc))
     section = SchedulerSection(
         availability="available",
-        paused=[
+        paused=[r.pipeline for r in sorted(rows.values(), key=lambda r: r.pipeline) if r.paused],
+        holds=[
             PausedPipeline(pipeline=r.pipeline, paused_at=rfc3339(r.paused_at) if r.paused_at else None)
             for r in sorted(rows.values(), key=lambda r: r.pipeline)
             if r.paused

@@ -160,7 +160,8 @@ async def runs(request: Request) -> Response:
     def read() -> dict[str, Any]:
         with ctx.read_store() as store:
             records = store.runs.list(limit=limit, since=since)
-        return HistoryResult(version=__version__, runs=[history_run(r, audit=True) for r in records]).wire()
+        return HistoryResult(version=__version__, count=len(records),
+                             runs=[history_run(r, audit=True) for r in records]).wire()
 
     try:
         doc = await run_in_threadpool(read)

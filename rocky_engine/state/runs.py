@@ -53,6 +53,8 @@ class ModelExecution(BaseModel):
     duration_ms: int = 0
     rows_affected: int | None = None
     status: str = "success"
+    #: the hash of the model's SQL (transformation runs; ``rocky history --model`` shows it)
+    sql_hash: str | None = None
 
 
 class RunRecord(BaseModel):

@@ -20,6 +20,7 @@ This package is the bottom layer: it imports pydantic and the standard library o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
@@ -97,6 +98,7 @@ def written_keys(cls: type[WireModel]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(may), frozenset(must)
 
 
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -104,6 +106,18 @@ def utc_text(moment: datetime) -> str:
     """A datetime as written on the wire: ISO 8601 in UTC with ``Z`` (naive values are taken as UTC)."""
     aware = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     return aware.isoformat().replace("+00:00", "Z")
+
+
+def timestamp_text(value: str) -> str:
+    """A watermark as the published client reads it: a timestamp value in UTC with ``Z`` (a naive one is
+    UTC, as the engine stores it); any other value (an integer cursor) unchanged."""
+    if not _TIMESTAMP.match(value):
+        return value
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    return utc_text(moment)
 
 
 def _wire_value(value: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag
 
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 _HEAD = frozenset({"name", "passed", "severity"})
 
@@ -40,8 +40,9 @@ class CheckResult(WireModel):
     name: str
     passed: bool
     severity: str = "error"
-    #: the warehouse's message when the check could not be evaluated
-    error: str | None = None
+    #: the warehouse's message when the check could not be evaluated (``not_evaluated`` to the published
+    #: client)
+    error: str | None = published("not_evaluated", None)
 
     @property
     def details(self) -> dict[str, Any]:

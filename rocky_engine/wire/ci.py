@@ -1,6 +1,8 @@
 """The ``rocky ci`` document: validate + compile + build with zero rows + assertions.
 
 ``exit_code`` lives in the document (1 errors, 4 advisory warnings, 0 clean); the process exits 0 for 4.
+Severities are the published enum (``Error``, ``Warning``, ``Info``); every diagnostic names its ``model``
+(``""`` when it is about the project or a pipeline); ``failures[]`` lists each failed test with its error.
 """
 
 from __future__ import annotations
@@ -12,25 +14,35 @@ from pydantic import Field
 from rocky_engine import __version__
 from rocky_engine.wire.base import WireModel
 
-CiSeverity = Literal["error", "warning", "info"]
+CiSeverity = Literal["Error", "Warning", "Info"]
 
 
 class CiDiagnostic(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"model"})
+
     severity: CiSeverity
     #: ``Cnnn`` for CI's own findings, ``Vnnn`` for validate's
     code: str
     message: str
     pipeline: str | None = None
-    model: str | None = None
+    #: the model the finding is about; ``""`` for a finding about the project or a whole pipeline
+    model: str = ""
+
+
+class CiTestFailure(WireModel):
+    """One failed test: the assertion (``label`` on the model) and why."""
+
+    name: str
+    error: str
 
 
 class CiResult(WireModel):
     """``{version, command: "ci", exit_code, compile_ok, tests_ok, models_compiled, models_built,
-    tests_passed, tests_failed, tests_skipped, diagnostics[]}``."""
+    tests_passed, tests_failed, tests_skipped, diagnostics[], failures[]}``."""
 
     ALWAYS: ClassVar[frozenset[str]] = frozenset(
         {"version", "command", "ci_exit_code", "compile_ok", "tests_ok", "models_compiled", "models_built",
-         "tests_passed", "tests_failed", "tests_skipped", "diagnostics"}
+         "tests_passed", "tests_failed", "tests_skipped", "diagnostics", "failures"}
     )
 
     version: str = __version__
@@ -45,3 +57,4 @@ class CiResult(WireModel):
     tests_failed: int = 0
     tests_skipped: int = 0
     diagnostics: list[CiDiagnostic] = Field(default_factory=list)
+    failures: list[CiTestFailure] = Field(default_factory=list)

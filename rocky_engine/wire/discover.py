@@ -58,6 +58,16 @@ class FreshnessCheckConfig(WireModel):
     threshold_seconds: int
 
 
+class ExcludedTable(WireModel):
+    """A table ``excluded_tables`` left out (the published client's shape)."""
+
+    asset_key: list[str]
+    source_schema: str
+    table_name: str
+    #: which ``excluded_tables`` pattern matched
+    reason: str
+
+
 class DiscoverChecks(WireModel):
     """Checks the project declares for discovered tables (only freshness is reported by discover)."""
 
@@ -74,4 +84,4 @@ class DiscoverResult(WireModel):
     sources: list[SourceInfo] = Field(default_factory=list)
     checks: DiscoverChecks | None = None
     failed_sources: list[FailedSourceOutput] = Field(default_factory=list)
-    excluded_tables: list[str] = Field(default_factory=list)
+    excluded_tables: list[ExcludedTable] = Field(default_factory=list)

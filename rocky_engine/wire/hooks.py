@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 
 class HookContext(WireModel):
@@ -38,17 +38,21 @@ class ListedHook(WireModel):
     command: str
     timeout_ms: int
     on_failure: str
-    #: the names of the hook's ``env`` table, never the values (usually secrets)
-    env: list[str] = Field(default_factory=list)
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"env"})
+
+    #: the names of the hook's ``env`` table, never the values (usually secrets); ``env_keys`` to the
+    #: published client
+    env: list[str] = published("env_keys", default_factory=list)
 
 
 class HooksListResult(WireModel):
-    """``rocky hooks list``: command hooks only."""
+    """``rocky hooks list``: command hooks only, ``total`` of them."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "hooks"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "total", "hooks"})
 
     version: str = __version__
     command: Literal["hooks list"] = "hooks list"
+    total: int = 0
     hooks: list[ListedHook] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -71,12 +75,16 @@ class TestedHook(WireModel):
 
 
 class HooksTestResult(WireModel):
-    """``rocky hooks test on_<event>``."""
+    """``rocky hooks test on_<event>``: ``status`` is what the run would do next, ``continue``, or ``abort``
+    when a failed hook has ``on_failure = "abort"``."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "results"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "status", "results"})
 
     version: str = __version__
     command: Literal["hooks test"] = "hooks test"
+    status: Literal["continue", "abort"] = "continue"
+    #: one line naming the failed hooks (absent when every hook succeeded)
+    message: str | None = None
     event: str
     run_id: str
     pipeline: str

@@ -1,7 +1,9 @@
 """The load document, printed by ``rocky load`` and by ``rocky run`` on a load pipeline.
 
-``{version, command: "load", pipeline, status, files[] {path, table, rows, bytes, error?}, files_loaded,
-files_failed, total_rows, total_bytes, duration_ms, interrupted?, connector?}``. A failed file reports zero
+``{version, command: "load", pipeline, status, source_dir, format, files[] {path, file, table, target, rows,
+rows_loaded, bytes, bytes_read, duration_ms, error?}, files_loaded, files_failed, total_rows, total_bytes,
+duration_ms, interrupted?, connector?}``: ``file``, ``rows_loaded`` and ``bytes_read`` are the published
+client's names of ``path``, ``rows`` and ``bytes`` (written under both). A failed file reports zero
 rows and bytes (seeds/child-connectors.md "JSON output"); ``rocky load --connector NAME`` adds the
 ``connector`` object and names the connector in ``pipeline``.
 """
@@ -13,7 +15,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 LoadStatus = Literal["Success", "PartialFailure", "Failure"]
 ConnectorStatus = Literal["loaded", "skipped", "failed"]
@@ -22,12 +24,15 @@ ConnectorStatus = Literal["loaded", "skipped", "failed"]
 class LoadedFile(WireModel):
     """One file of a load."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"rows", "bytes"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"rows", "bytes", "target", "duration_ms"})
 
-    path: str
+    path: str = published("file")
     table: str
-    rows: int = 0
-    bytes: int = 0
+    #: the target table's full name (``catalog.schema.table``)
+    target: str = ""
+    rows: int = published("rows_loaded", 0)
+    bytes: int = published("bytes_read", 0)
+    duration_ms: int = 0
     error: str | None = None
 
 
@@ -56,13 +61,17 @@ class LoadResult(WireModel):
 
     ALWAYS: ClassVar[frozenset[str]] = frozenset(
         {"version", "command", "pipeline", "status", "files", "files_loaded", "files_failed", "total_rows",
-         "total_bytes", "duration_ms"}
+         "total_bytes", "duration_ms", "source_dir", "format"}
     )
 
     version: str = __version__
     command: Literal["load"] = "load"
     pipeline: str
     status: LoadStatus = "Success"
+    #: the directory the files were read from (``""`` for a connector batch)
+    source_dir: str = ""
+    #: the pipeline's ``format``, else the one format of the files, ``mixed`` for several (``""``: none)
+    format: str = ""
     files: list[LoadedFile] = Field(default_factory=list)
     files_loaded: int = 0
     files_failed: int = 0

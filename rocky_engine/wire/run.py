@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, timestamp_text
 from rocky_engine.wire.checks import TableCheckResult
+from rocky_engine.wire.discover import ExcludedTable
 
 RunStatus = Literal["Success", "PartialFailure", "Failure", "SkippedIdempotent", "SkippedInFlight"]
 #: statuses that mean nothing needed doing (a run with the same idempotency key was handled)
@@ -20,9 +21,13 @@ SKIPPED_STATUSES: frozenset[str] = frozenset({"SkippedIdempotent", "SkippedInFli
 
 
 class MaterializationMetadata(WireModel):
+    # the replication sets ``watermark`` after the copy (read in a batch): it is normalised then too
+    model_config = ConfigDict(**WireModel.model_config, validate_assignment=True)
+
     ALWAYS: ClassVar[frozenset[str]] = frozenset({"strategy", "target_table_full_name"})
 
     strategy: str = ""
+    #: the new high-water mark; a timestamp is written in UTC with ``Z`` (``timestamp_text``)
     watermark: str | None = None
     target_table_full_name: str = ""
     sql_hash: str | None = None
@@ -32,6 +37,11 @@ class MaterializationMetadata(WireModel):
     rows_inserted: int | None = None
     rows_closed: int | None = None
     rows_hard_deleted: int | None = None
+
+    @field_validator("watermark")
+    @classmethod
+    def _utc_watermark(cls, value: str | None) -> str | None:
+        return None if value is None else timestamp_text(value)
 
 
 class MaterializationInfo(WireModel):
@@ -77,8 +87,10 @@ class PermissionsInfo(WireModel):
 
 
 class DriftAction(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"reason"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"reason", "asset_key"})
 
+    #: the drifted table's asset key (as in ``materializations[]``); ``table`` is its full name
+    asset_key: list[str] = Field(default_factory=list)
     table: str
     action: str
     reason: str = ""
@@ -148,7 +160,7 @@ class RunResult(WireModel):
     idempotency_key: str | None = None
     skipped_by_run_id: str | None = None
     errors: list[TableError] = Field(default_factory=list)
-    excluded_tables: list[str] = Field(default_factory=list)
+    excluded_tables: list[ExcludedTable] = Field(default_factory=list)
     anomalies: list[AnomalyInfo] = Field(default_factory=list)
     contained: list[ContainedInfo] = Field(default_factory=list)
     #: an error-severity check failed with ``fail_on_error`` (exit 2 after a replication or transformation

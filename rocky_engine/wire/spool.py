@@ -14,12 +14,12 @@ shows the queued demands without their internal keys.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 from pydantic import Field
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 SPOOL_VERSION = 1
 
@@ -51,14 +51,62 @@ class SpoolEntry(WireModel):
     delivery_id: str | None = None
 
 
-class SpoolResult(WireModel):
-    """``{version, command: "state", action: "spool", spool, demands[]}``: accepted, unconsumed demands."""
+class SpoolPending(WireModel):
+    """One queued demand as the published client reads it (``pending[]``)."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "action", "demands"})
+    demand_uid: str
+    pipeline: str
+    received_at: str
+    body_hash: str
+    #: ``id``: deduplicated by the sender's ``X-Rocky-Delivery`` (``token``); ``body``: by the body's hash
+    kind: Literal["id", "body"]
+    token: str
+
+
+class SpoolSkipped(WireModel):
+    file: str
+    reason: str
+    detail: str
+
+
+class SpoolCounts(WireModel):
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"pending", "skipped", "corrupt"})
+
+    pending: int = 0
+    #: always 0 here: an unreadable demand fails the listing instead of being skipped
+    skipped: int = 0
+    corrupt: int = 0
+
+
+class SpoolResult(WireModel):
+    """``{version, command: "state-schedule-spool", action: "spool", spool, spool_path, demands[], pending[],
+    skipped[], counts}``: accepted, unconsumed demands, in our shape (``demands``) and the published one
+    (``pending``); build it with :meth:`of`."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "command", "action", "demands", "pending", "skipped", "counts"}
+    )
 
     version: str = __version__
-    command: Literal["state"] = "state"
+    #: the published client dispatches on this name
+    command: Literal["state-schedule-spool"] = "state-schedule-spool"
     action: Literal["spool"] = "spool"
     #: the spool directory
-    spool: str
+    spool: str = published("spool_path")
     demands: list[SpoolEntry] = Field(default_factory=list)
+    pending: list[SpoolPending] = Field(default_factory=list)
+    skipped: list[SpoolSkipped] = Field(default_factory=list)
+    counts: SpoolCounts = Field(default_factory=SpoolCounts)
+
+    @classmethod
+    def of(cls, spool: str, demands: list[SpoolEntry]) -> Self:
+        """The listing of ``demands`` (oldest first) in ``spool``, in both shapes."""
+        pending = [
+            SpoolPending(
+                demand_uid=d.demand_uid, pipeline=d.pipeline, received_at=d.accepted_at,
+                body_hash=d.body_sha256, kind="id" if d.delivery_id else "body",
+                token=d.delivery_id or d.body_sha256,
+            )
+            for d in demands
+        ]
+        return cls(spool=spool, demands=demands, pending=pending, counts=SpoolCounts(pending=len(pending)))

@@ -10,22 +10,32 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 
 class WatermarkRow(WireModel):
-    key: str
+    """One watermark: ``key`` is the table's full name (``table`` to the published client), ``value`` the
+    stored text, ``last_value`` the same as the published client reads it (a timestamp in UTC with ``Z``)."""
+
+    key: str = published("table")
     value: str
+    last_value: str
     updated_at: str
 
 
 class WatermarksResult(WireModel):
-    """``{version, command: "state", watermarks: [{key, value, updated_at}]}``."""
+    """``{version, command: "state", schema_version_supported, schema_version_on_disk?, watermarks: [{key,
+    table, value, last_value, updated_at}]}``."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command", "watermarks"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"version", "command", "schema_version_supported", "watermarks"}
+    )
 
     version: str = __version__
     command: Literal["state"] = "state"
+    #: the state-store schema version this engine writes, and the one the store on disk is at
+    schema_version_supported: int = 0
+    schema_version_on_disk: int | None = None
     watermarks: list[WatermarkRow] = Field(default_factory=list)
 
 

@@ -94,7 +94,7 @@ def test_engine_reporter_sends_selected_materializations_and_declared_checks(tmp
         mats[mat.asset_key] = mat.metadata
     assert set(mats) == {ORDERS, CUSTOMERS}  # not the failed table, not the unselected one
     assert mats[ORDERS]["dagster/row_count"].value == 20000
-    assert mats[ORDERS]["watermark"].value == "2026-11-01T00:00:00"
+    assert mats[ORDERS]["watermark"].value == "2026-11-01T00:00:00Z"
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     assert set(checks) == {"row_count", "freshness"}  # the undeclared check is not sent
     assert checks["row_count"].passed

@@ -191,6 +191,14 @@ def test_real_engine_run_on_the_playground(playground: Path) -> None:
     assert ("playground", "marts", "fct_orders") in keys
     history = rocky.history()
     assert history.runs and history.runs[0].run_id == result.run_id
+    assert history.count == len(history.runs) == 2
+    # with a model, the executions of that model (rocky history --model prints a document of its own)
+    executions = rocky.history(model="fct_orders")
+    [execution] = executions.executions
+    assert executions.model == "fct_orders" and executions.count == 1
+    assert execution.run_id == result.run_id and execution.status == "success"
+    fct = next(m for m in result.materializations if m.asset_key[-1] == "fct_orders")
+    assert execution.sql_hash == fct.metadata.sql_hash and execution.rows_affected == fct.rows_copied
 
 
 def test_run_streaming_sends_engine_stderr_to_the_step_log(

@@ -48,7 +48,10 @@ def test_discover_json(project: ReplicationProject) -> None:
             "metadata": {"pipeline": "raw"},
         },
     ]
-    assert doc["excluded_tables"] == ["src__acme__us__west.audit_log"]
+    assert doc["excluded_tables"] == [
+        {"asset_key": ["duckdb", "acme", "us__west", "audit_log"], "source_schema": "src__acme__us__west",
+         "table_name": "audit_log", "reason": "excluded_tables pattern 'audit_*'"}
+    ]
     assert "failed_sources" not in doc and "checks" not in doc
     assert ("schema 'src__broken' does not match the pattern src__<tenant>__<regions>... (expected at "
             "least 2 components after 'src__', found 1); skipped") in result.stderr

@@ -15,7 +15,7 @@ from rocky_engine.state import ModelExecution, RunRecord, StateStore
 from tests.fixtures.projects import Cli, run_rocky
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
-RUN_KEYS = {"run_id", "started_at", "duration_ms", "status", "trigger", "models_executed"}
+RUN_KEYS = {"run_id", "started_at", "duration_ms", "status", "trigger", "models_executed", "models"}
 AUDIT_KEYS = {"hostname", "triggering_identity", "config_hash", "idempotency_key", "exit_code"}
 
 
@@ -64,7 +64,7 @@ def seed(project: Path, records: list[RunRecord]) -> Path:
 
 def test_fresh_project_has_no_runs(project: Path) -> None:
     result = doc(rocky(project, "history", "--output", "json"))
-    assert result == {"version": __version__, "command": "history", "runs": []}
+    assert result == {"version": __version__, "command": "history", "count": 0, "runs": []}
     assert not (project / "models" / ".rocky-state.db").exists()
     table = rocky(project, "history", "--output", "table")
     assert table.returncode == 0 and "no runs recorded yet" in table.stdout
@@ -77,7 +77,7 @@ def test_runs_newest_first_with_contract_shape(project: Path) -> None:
              hostname="h1", exit_code=2),
     ])
     result = doc(rocky(project, "history"))  # piped: JSON by default
-    assert set(result) == {"version", "command", "runs"}
+    assert set(result) == {"version", "command", "count", "runs"} and result["count"] == 2
     newest, oldest = result["runs"]
     assert newest == {
         "run_id": "run-20260302-080000-000",
@@ -86,11 +86,17 @@ def test_runs_newest_first_with_contract_shape(project: Path) -> None:
         "status": "PartialFailure",
         "trigger": "Schedule",
         "models_executed": 0,
+        "models": [],
         "pipeline": "orders",
         "submission_id": "sub-1",
     }
     assert set(oldest) == RUN_KEYS | {"pipeline"}
     assert oldest["models_executed"] == 2
+    # what each model did (the published client's runs[].models)
+    assert oldest["models"] == [
+        {"model_name": "stg_orders", "duration_ms": 250, "rows_affected": 100, "status": "success"},
+        {"model_name": "fct_revenue", "duration_ms": 251, "rows_affected": 200, "status": "success"},
+    ]
     assert oldest["duration_ms"] == 90_000  # derived from start and finish
     assert oldest["trigger"] == "Manual"
 
@@ -132,12 +138,14 @@ def test_model_lists_its_executions(project: Path) -> None:
     assert "runs" not in result
     assert result["executions"] == [
         {"run_id": "run-20260303-080000-000", "started_at": "2026-03-03T08:00:00.000Z",
-         "model_name": "fct_revenue", "duration_ms": 250, "rows_affected": 100, "status": "success"},
+         "model_name": "fct_revenue", "duration_ms": 250, "rows_affected": 100, "status": "success",
+         "sql_hash": ""},
         {"run_id": "run-20260301-080000-000", "started_at": "2026-03-01T08:00:01.000Z",
-         "model_name": "fct_revenue", "duration_ms": 251, "rows_affected": 200, "status": "success"},
+         "model_name": "fct_revenue", "duration_ms": 251, "rows_affected": 200, "status": "success",
+         "sql_hash": ""},
     ]
     view = doc(rocky(project, "history", "--model", "v_view"))["executions"]
-    assert set(view[0]) == {"run_id", "started_at", "model_name", "duration_ms", "status"}
+    assert set(view[0]) == {"run_id", "started_at", "model_name", "duration_ms", "status", "sql_hash"}
     assert doc(rocky(project, "history", "--model", "nope"))["executions"] == []
 
 

@@ -84,12 +84,15 @@ def test_valid_project_json(tmp_path: Path) -> None:
     assert code == 0
     assert doc["command"] == "validate" and doc["valid"] is True
     assert doc["messages"] == []
-    assert doc["adapters"] == ["default"]
+    assert doc["adapters"] == [{"name": "default", "adapter_type": "duckdb", "ok": True}]
+    # the published shape: pipeline_type (also as type), ok, the target templates and the strategy
     assert doc["pipelines"] == [
-        {"name": "raw", "type": "replication"},
-        {"name": "marts", "type": "transformation"},
+        {"name": "raw", "type": "replication", "pipeline_type": "replication", "ok": True,
+         "catalog_template": "wh", "schema_template": "stg__{tenant}", "strategy": "incremental"},
+        {"name": "marts", "type": "transformation", "pipeline_type": "transformation", "ok": True,
+         "catalog_template": "", "schema_template": "", "strategy": "transformation"},
     ]
-    assert doc["models"] == 2
+    assert doc["models"] == {"count": 2, "found": True, "dag_valid": True}
 
 
 def test_valid_project_text_and_md(tmp_path: Path) -> None:
@@ -106,7 +109,7 @@ def test_config_flag_from_another_directory(tmp_path: Path) -> None:
     proj.mkdir()
     project(proj, VALID, MODELS)
     code, doc = validate_json(tmp_path, "-c", "proj/rocky.toml")
-    assert code == 0 and doc["models"] == 2
+    assert code == 0 and doc["models"]["count"] == 2
 
 
 def test_bad_cron(tmp_path: Path) -> None:
@@ -156,7 +159,8 @@ def test_unknown_pipeline_type_is_v001_with_json(tmp_path: Path) -> None:
     proc = rocky(cwd, "validate", "--output", "json")
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
-    assert doc["valid"] is False and doc["adapters"] == [] and doc["pipelines"] == [] and doc["models"] == 0
+    assert doc["valid"] is False and doc["adapters"] == [] and doc["pipelines"] == []
+    assert doc["models"] == {"count": 0, "found": False, "dag_valid": True}
     assert doc["messages"] == [
         {
             "severity": "error",
@@ -172,7 +176,8 @@ def test_missing_models_dir(tmp_path: Path) -> None:
     code, doc = validate_json(project(tmp_path, ADAPTER + TRANSFORM))
     assert code == 1
     assert messages(doc) == [("error", "V003", "pipeline.marts.models")]
-    assert doc["pipelines"] == [{"name": "marts", "type": "transformation"}]
+    assert [(p["name"], p["type"], p["ok"]) for p in doc["pipelines"]] == [("marts", "transformation", False)]
+    assert doc["models"] == {"count": 0, "found": False, "dag_valid": True}
 
 
 def test_model_cycle(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from rocky_engine.config.validation import (
 )
 from rocky_engine.graph import find_cycles
 from rocky_engine.output import to_json
+from rocky_engine.wire.validate import AdapterSummary, ModelsSummary
 
 ADAPTER = '[adapter]\ntype = "duckdb"\npath = "wh.duckdb"\n'
 REPLICATION = """
@@ -390,13 +391,14 @@ def test_result_json_always_has_lists(tmp_path: Path) -> None:
         ],
         "adapters": [],
         "pipelines": [],
-        "models": 0,
+        "models": {"count": 0, "found": False, "dag_valid": True},
     }
     assert result.exit_code() == 1
 
 
 def test_result_rendering() -> None:
-    ok = ValidateOutput(valid=True, adapters=["default"], models=2)
+    ok = ValidateOutput(valid=True, adapters=[AdapterSummary(name="default", adapter_type="duckdb")],
+                        models=ModelsSummary(count=2, found=True))
     assert ok.exit_code() == 0
     assert ok.render_table() == "✓ config valid: 1 adapter(s), 0 pipeline(s), 2 model(s)\n"
     warn = ValidationMessage(severity="warning", code="V012", message="w", field="hook.on_x")

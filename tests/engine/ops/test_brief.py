@@ -97,7 +97,9 @@ def test_brief_json_sections(estate: Path) -> None:
     drift = doc["drift"]
     assert drift["tables_drifted"] == 1
     assert drift["events"] == [{"run_id": "run-raw", "table": "wh.raw.orders", "action": "add_column",
-                                "reason": "new column note", "pipeline": "raw"}]
+                                "reason": "new column note", "pipeline": "raw",
+                                "change": "wh.raw.orders: add_column (new column note)",
+                                "timestamp": "2026-05-01T23:00:00.000Z", "graph_hash": ""}]
     quality = doc["quality"]
     assert (quality["checks_run"], quality["checks_failed"], quality["gate_failed_runs"]) == (2, 1, 1)
     assert quality["failures"] == [{"run_id": "run-raw", "table": "wh.raw.orders", "check": "not_null_id",

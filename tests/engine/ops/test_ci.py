@@ -33,7 +33,7 @@ column = "id"
 """
 
 
-def _codes(result: CiResult) -> list[tuple[str, str, str | None]]:
+def _codes(result: CiResult) -> list[tuple[str, str, str]]:
     return [(d.severity, d.code, d.model) for d in result.diagnostics]
 
 
@@ -59,7 +59,7 @@ def test_a_clean_project_builds_every_model_without_touching_the_warehouse(tmp_p
     assert (result.models_compiled, result.models_built) == (2, 2)
     assert (result.tests_passed, result.tests_failed, result.tests_skipped) == (1, 0, 2)
     assert result.compile_ok and result.tests_ok
-    assert _codes(result) == [("info", "C007", "fct_orders"), ("info", "C007", None)]
+    assert _codes(result) == [("Info", "C007", "fct_orders"), ("Info", "C007", "")]
     assert result.diagnostics[0].message == "assertion row_count_range needs data; its SQL was checked"
     assert _digest(warehouse) == before
     assert _tables(warehouse) == {"raw.orders"}
@@ -69,7 +69,7 @@ def test_a_broken_column_is_an_error(tmp_path: Path) -> None:
     config = make_project(tmp_path, {**MODELS, "bad": "SELECT nope FROM stg_orders"})
     result = run_ci(config)
     assert result.ci_exit_code == 1 and result.exit_code() == 1
-    assert ("error", "C003", "bad") in _codes(result)
+    assert ("Error", "C003", "bad") in _codes(result)
     bad = next(d for d in result.diagnostics if d.model == "bad")
     assert bad.message.startswith('does not build: Binder Error: Referenced column "nope" not found')
 
@@ -91,10 +91,13 @@ def test_an_assertion_on_a_missing_column_is_an_error(tmp_path: Path) -> None:
         """)
     result = run_ci(config)
     assert result.ci_exit_code == 1 and not result.tests_ok
-    assert _codes(result) == [("error", "C006", "fct_orders")]
+    assert _codes(result) == [("Error", "C006", "fct_orders")]
     assert result.diagnostics[0].message.startswith(
         "assertion accepted_values:status does not run: Binder Error"
     )
+    # the failed test, as the published client lists it
+    [failure] = result.failures
+    assert failure.name == "accepted_values:status on fct_orders" and failure.error.startswith("Binder Error")
 
 
 def test_without_a_warehouse_sources_are_advisory(tmp_path: Path) -> None:
@@ -102,7 +105,7 @@ def test_without_a_warehouse_sources_are_advisory(tmp_path: Path) -> None:
     result = run_ci(config)
     assert result.ci_exit_code == 4 and result.exit_code() == 0
     assert _codes(result) == [
-        ("warning", "C008", None), ("warning", "C004", "stg_orders"), ("warning", "C005", "fct_orders"),
+        ("Warning", "C008", ""), ("Warning", "C004", "stg_orders"), ("Warning", "C005", "fct_orders"),
     ]
     assert result.diagnostics[2].message == "not built: upstream not built: stg_orders"
     assert not (tmp_path / "wh.duckdb").exists()
@@ -112,14 +115,14 @@ def test_without_a_warehouse_syntax_errors_are_still_caught(tmp_path: Path) -> N
     config = make_project(tmp_path, {"broken": "SELEC id FROM raw.orders"}, seed=False)
     result = run_ci(config)
     assert result.ci_exit_code == 1
-    assert ("error", "C003", "broken") in _codes(result)
+    assert ("Error", "C003", "broken") in _codes(result)
 
 
 def test_a_model_that_needs_a_var(tmp_path: Path) -> None:
     config = make_project(tmp_path, {"v": "SELECT * FROM raw.orders WHERE id > {{ var('min_id') }}"})
     missing = run_ci(config)
     assert missing.ci_exit_code == 1 and not missing.compile_ok
-    assert _codes(missing) == [("error", "C002", "v")]
+    assert _codes(missing) == [("Error", "C002", "v")]
     given = run_ci(config, variables={"min_id": "0"})
     assert given.ci_exit_code == 0 and given.models_built == 1
 

@@ -68,7 +68,7 @@ def test_postgres_to_duckdb(pg_db: PgDatabase, tmp_path: Path) -> None:
     m = first.materializations[0]
     assert m.asset_key == ["postgres", "shop", "orders"]
     assert m.rows_copied == 120000
-    assert m.metadata.watermark == "2026-01-02T09:20:00"  # 120000 s after the first
+    assert m.metadata.watermark == "2026-01-02T09:20:00Z"  # UTC on the wire; 120000 s after the first
     types = dict(rp.query("SELECT column_name, data_type FROM information_schema.columns "
                           "WHERE table_schema = 'stg__shop' AND table_name = 'orders'"))
     assert types == {
@@ -138,7 +138,7 @@ def test_duckdb_to_postgres(pg_db: PgDatabase, tmp_path: Path) -> None:
     assert second.materializations[0].rows_copied == 10
     assert [a.action for a in second.drift.actions_taken] == ["add_column"]
     assert pg_db.sql("SELECT count(*) FROM stg__shop.orders") == [(80010,)]
-    assert second.materializations[0].metadata.watermark == "2026-06-01T00:00:00"
+    assert second.materializations[0].metadata.watermark == "2026-06-01T00:00:00Z"
 
 
 def test_inside_one_postgres_database(pg_db: PgDatabase, tmp_path: Path) -> None:

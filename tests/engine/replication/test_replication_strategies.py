@@ -20,7 +20,7 @@ def test_incremental_first_and_second_pass(rp: ReplicationProject) -> None:
     assert orders.rows_copied == 100
     assert orders.metadata.strategy == "incremental"
     assert orders.metadata.target_table_full_name == "wh.stg__orders.orders"
-    assert orders.metadata.watermark == "2026-01-01T00:01:39"
+    assert orders.metadata.watermark == "2026-01-01T00:01:39Z"  # the stored value, in UTC with Z
     assert orders.metadata.column_count == 3
     assert first.permissions.schemas_created == 2
     assert rp.watermark("wh.stg__orders.orders") == "2026-01-01T00:01:39"
@@ -179,8 +179,16 @@ def test_excluded_tables(rp: ReplicationProject) -> None:
     rp.source_table("src__payments", "payments", rows=2)
     out = rp.run()
     assert sorted(m.asset_key[-1] for m in out.materializations) == ["orders", "payments"]
-    assert out.excluded_tables == ["src__orders.audit_log", "src__payments.refunds"]
-    assert out.wire()["excluded_tables"] == ["src__orders.audit_log", "src__payments.refunds"]
+    # the published shape: the asset key, where it is, and the pattern that left it out
+    assert out.wire()["excluded_tables"] == [
+        {"asset_key": ["duckdb", "orders", "audit_log"], "source_schema": "src__orders",
+         "table_name": "audit_log", "reason": "excluded_tables pattern 'audit_*'"},
+        {"asset_key": ["duckdb", "payments", "refunds"], "source_schema": "src__payments",
+         "table_name": "refunds", "reason": "excluded_tables pattern 'src__payments.refunds'"},
+    ]
+    from rocky_sdk.types import RunResult as PublishedRun
+
+    assert len(PublishedRun.model_validate(out.wire()).excluded_tables) == 2
 
 
 def test_routing_collision_is_a_config_error(rp: ReplicationProject) -> None:

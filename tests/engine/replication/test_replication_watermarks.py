@@ -85,7 +85,8 @@ def test_many_tables_get_their_watermarks_and_the_next_pass_copies_only_new_rows
     for m in first.materializations:
         i = int(m.asset_key[-1][1:])
         expected = f"2026-01-01T00:00:{i + 2:02d}"
-        assert m.metadata.watermark == expected
+        # stored as read; written on the wire in UTC with Z (the published client requires an offset)
+        assert m.metadata.watermark == expected + "Z"
         assert rp.watermark(m.metadata.target_table_full_name) == expected
     rp.sql(*(f"INSERT INTO src__x.t{i:02d} VALUES (9, 'new', TIMESTAMP '2026-02-01')"
              for i in range(0, n, 2)))
@@ -147,7 +148,7 @@ def test_a_target_that_cannot_be_read_after_its_copy_keeps_its_stored_watermark(
     out = rp.run(events=RecordingSink(drop_target))
     assert out.status == "Success" and out.tables_copied == 2
     marks = {m.metadata.target_table_full_name: m.metadata.watermark for m in out.materializations}
-    assert marks == {"wh.stg__a.first": None, "wh.stg__b.second": "2026-01-01T00:00:04"}
+    assert marks == {"wh.stg__a.first": None, "wh.stg__b.second": "2026-01-01T00:00:04Z"}
     assert rp.watermark("wh.stg__a.first") == before
     assert rp.watermark("wh.stg__b.second") == "2026-01-01T00:00:04"
     assert "table wh.stg__a.first was copied but its new watermark could not be read" in caplog.text

@@ -68,11 +68,17 @@ def test_each_format_loads_into_a_table_named_after_the_file(wp: WarehouseProjec
     doc = res.json
     sizes = {p.name: p.stat().st_size for p in data.iterdir()}
     assert doc["command"] == "load" and doc["pipeline"] == "files" and doc["status"] == "Success"
-    assert doc["files"] == [
+    ours = ("path", "table", "rows", "bytes")
+    assert [{k: f[k] for k in ours} for f in doc["files"]] == [
         {"path": "data/customers.csv", "table": "customers", "rows": 2, "bytes": sizes["customers.csv"]},
         {"path": "data/events.jsonl", "table": "events", "rows": 3, "bytes": sizes["events.jsonl"]},
         {"path": "data/orders.parquet", "table": "orders", "rows": 5, "bytes": sizes["orders.parquet"]},
     ]
+    # the published names of the same facts, and the target's full name
+    for f in doc["files"]:
+        assert (f["file"], f["rows_loaded"], f["bytes_read"]) == (f["path"], f["rows"], f["bytes"])
+        assert f["target"] == f"wh.landing.{f['table']}" and isinstance(f["duration_ms"], int)
+    assert doc["source_dir"].endswith("data") and doc["format"] == "mixed"
     assert (doc["files_loaded"], doc["files_failed"], doc["total_rows"]) == (3, 0, 10)
     assert doc["total_bytes"] == sum(sizes.values())
     assert isinstance(doc["duration_ms"], int) and "version" in doc

@@ -84,7 +84,7 @@ def test_run_json_document_shape(wp: WarehouseProject) -> None:
         assert mat["metadata"]["target_table_full_name"] == ".".join(mat["asset_key"])
     assert mats["events"]["metadata"] == {
         "strategy": "incremental",
-        "watermark": "2026-03-04T00:00:00",
+        "watermark": "2026-03-04T00:00:00Z",
         "target_table_full_name": "wh.staging.events",
         "sql_hash": mats["events"]["metadata"]["sql_hash"],
     }

@@ -111,7 +111,7 @@ def test_every_strategy_materializes_and_reruns(pg_db: PgDatabase, tmp_path: Pat
     assert by_key[(db, "analytics", "stg_events")]["metadata"]["target_table_full_name"] == (
         f"{db}.analytics.stg_events"
     )
-    assert by_key[(db, "analytics", "events_inc")]["metadata"]["watermark"] == "2026-01-03T00:00:00"
+    assert by_key[(db, "analytics", "events_inc")]["metadata"]["watermark"] == "2026-01-03T00:00:00Z"
     assert doc["permissions"]["schemas_created"] == 1
     assert pg_db.sql("SELECT n FROM analytics.big_count") == [(2,)]
     kinds = {str(name): str(kind) for name, kind in pg_db.sql(

@@ -64,24 +64,25 @@ def test_incremental_inserts_only_new_rows_and_records_watermark(wp: WarehousePr
     [mat] = first.materializations
     assert mat.rows_copied == 5
     assert mat.metadata.strategy == "incremental"
-    assert mat.metadata.watermark == "2026-01-01T04:00:00"
+    assert mat.metadata.watermark == "2026-01-01T04:00:00Z"
 
     events_source(wp, 5, 8)  # three newer rows
     wp.sql("INSERT INTO raw.events VALUES (100, TIMESTAMP '2025-06-01', 0)")  # older than the watermark
     second = wp.run()
     [mat] = second.materializations
     assert mat.rows_copied == 3
-    assert mat.metadata.watermark == "2026-01-01T07:00:00"
+    assert mat.metadata.watermark == "2026-01-01T07:00:00Z"
     assert wp.query("SELECT count(*), count(DISTINCT id), max(id) FROM wh.main.events") == [(8, 8, 7)]
 
     third = wp.run()
     assert third.materializations[0].rows_copied == 0
-    assert third.materializations[0].metadata.watermark == "2026-01-01T07:00:00"
+    assert third.materializations[0].metadata.watermark == "2026-01-01T07:00:00Z"
 
     state = wp.cli("state", "--output", "json")
     assert state.returncode == 0, state.stderr
     [wm] = state.json["watermarks"]
-    assert (wm["key"], wm["value"]) == ("wh.main.events", "2026-01-01T07:00:00")
+    # the run stores the watermark as it writes it: UTC with Z
+    assert (wm["key"], wm["value"]) == ("wh.main.events", "2026-01-01T07:00:00Z")
 
 
 def test_incremental_with_trailing_comment_and_semicolon(wp: WarehouseProject) -> None:

@@ -85,7 +85,9 @@ def test_brief_section_lists_holds_streaks_and_incidents(tmp_path: Path) -> None
         section = scheduler_brief(project, store, since=T0 + timedelta(minutes=1)).wire()
         everything = scheduler_brief(project, store, since=None).wire()
     assert section["availability"] == "available"
-    assert section["paused"] == [{"pipeline": "held", "paused_at": "2026-05-02T03:00:00.000Z"}]
+    # the names (the published shape) and since when each is held
+    assert section["paused"] == ["held"]
+    assert section["holds"] == [{"pipeline": "held", "paused_at": "2026-05-02T03:00:00.000Z"}]
     assert [(c["pipeline"], c["consecutive_failures"]) for c in section["consecutive_failures"]] == [("p", 2)]
     assert section["incident_count"] == 1 and everything["incident_count"] == 2
     assert section["incidents_kept"] == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rocky_engine import __version__
-from rocky_engine.state import StateStore
+from rocky_engine.state import SCHEMA_VERSION, StateStore
 from tests.fixtures.projects import Cli, run_rocky
 
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -26,7 +26,10 @@ def doc(proc: Cli) -> dict[str, Any]:
 
 
 def test_empty_project_lists_no_watermarks(tmp_path: Path) -> None:
-    assert doc(rocky(tmp_path, "state")) == {"version": __version__, "command": "state", "watermarks": []}
+    assert doc(rocky(tmp_path, "state")) == {
+        "version": __version__, "command": "state", "schema_version_supported": SCHEMA_VERSION,
+        "watermarks": [],
+    }
     assert not (tmp_path / ".rocky-state.db").exists()
 
 
@@ -34,8 +37,11 @@ def test_lists_watermarks_with_and_without_the_action(tmp_path: Path) -> None:
     with StateStore.open(tmp_path / ".rocky-state.db") as store:
         store.watermarks.set_many({"poc.raw.orders": "2026-02-28 23:59:59", "poc.raw.accounts": "17"}, now=T0)
     expected = [
-        {"key": "poc.raw.accounts", "value": "17", "updated_at": "2026-03-01T08:00:00.000Z"},
-        {"key": "poc.raw.orders", "value": "2026-02-28 23:59:59", "updated_at": "2026-03-01T08:00:00.000Z"},
+        # table / last_value: the published names (last_value a UTC timestamp when the value is one)
+        {"key": "poc.raw.accounts", "table": "poc.raw.accounts", "value": "17", "last_value": "17",
+         "updated_at": "2026-03-01T08:00:00.000Z"},
+        {"key": "poc.raw.orders", "table": "poc.raw.orders", "value": "2026-02-28 23:59:59",
+         "last_value": "2026-02-28T23:59:59Z", "updated_at": "2026-03-01T08:00:00.000Z"},
     ]
     assert doc(rocky(tmp_path, "state"))["watermarks"] == expected
     assert doc(rocky(tmp_path, "state", "watermarks", "--output", "json"))["watermarks"] == expected

@@ -34,7 +34,9 @@ HEAD = {"passed": True, "severity": "error"}
 
 CASES: list[tuple[dict[str, Any], type[CheckResult], float | int | None]] = [
     ({"name": "row_count", **HEAD, "source_count": 5, "target_count": 5}, RowCountCheck, 5),
-    ({"name": "row_count", "passed": False, "severity": "error", "error": "boom"}, RowCountCheck, None),
+    # the error is written under the published name too
+    ({"name": "row_count", "passed": False, "severity": "error", "error": "boom", "not_evaluated": "boom"},
+     RowCountCheck, None),
     ({"name": "column_match", **HEAD, "missing": [], "extra": []}, ColumnMatchCheck, None),
     ({"name": "freshness", **HEAD, "lag_seconds": 7, "threshold_seconds": 60}, FreshnessCheck, 7),
     ({"name": "null_rate", **HEAD, "column": "email", "null_rate": 0.25, "threshold": 0.5}, NullRateCheck,
@@ -142,7 +144,8 @@ def test_materialization_metadata_is_built_once_for_both_sides() -> None:
         "dagster/duration_ms": 7, "duration_ms": 7, "strategy": "incremental",
         "target_table_full_name": "wh.s.t", "dagster/table_name": "wh.s.t", "dagster/row_count": 0,
         "rows_copied": 0,
-        "watermark": "2026-05-01T00:00:00", "column_count": 4, "started_at": "2026-05-02T03:00:00Z",
+        # a naive timestamp watermark is UTC, written with Z (the published client requires an offset)
+        "watermark": "2026-05-01T00:00:00Z", "column_count": 4, "started_at": "2026-05-02T03:00:00Z",
         "rocky/run_id": "run-1",
     }
     bare = MaterializationInfo(asset_key=["a"])
