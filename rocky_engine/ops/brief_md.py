@@ -108,8 +108,8 @@ def _quality(brief: BriefResult) -> list[str]:
 
 def _scheduler(section: dict[str, Any]) -> list[str]:
     availability = section.get("availability", "no_data")
-    if availability == "not_applicable":
-        return ["*Scheduler* — no pipeline declares a [schedule]"]
+    if availability == "no_data" and section.get("scheduled_pipelines") == 0:
+        return [f"*Scheduler* — {section.get('reason') or 'nothing is scheduled'}"]
     if availability != "available":
         return _no_data("Scheduler", str(availability), section.get("reason"), "no data")
     lines = ["*Scheduler*"]

@@ -137,17 +137,25 @@ def _incident_time(name: str) -> datetime | None:
         return None
 
 
+#: why the scheduler section of a project without any ``[schedule]`` has no data
+NO_SCHEDULES = "no pipeline declares a [schedule]"
+
+
 def scheduler_brief(project: Project, store: StateStore, since: datetime | None) -> SchedulerSection:
     """The scheduler section of ``rocky brief``: holds, failure streaks, incidents.
 
-    ``availability`` is ``not_applicable`` without schedules, ``unavailable`` (with ``reason``) when the
+    ``availability`` is ``no_data`` without schedules (every count zero, ``reason`` saying so, the shape
+    upstream clients expect), ``unavailable`` (with ``reason``) when the
     state or the incidents directory cannot be read, else ``available``.
     """
     from rocky_engine.state.schedule import ScheduleRepo
     from rocky_engine.wire.brief import FailureStreak, PausedPipeline, SchedulerSection
 
     if not any(p.schedule is not None for p in project.config.pipelines.values()):
-        return SchedulerSection(availability="not_applicable")
+        return SchedulerSection(
+            availability="no_data", reason=NO_SCHEDULES, paused=[], holds=[], consecutive_failures=[],
+            scheduled_pipelines=0, runs_in_window=0, failed_in_window=0, incident_count=0,
+        )
     try:
         rows = ScheduleRepo(store).all()
     except RockyError as exc:

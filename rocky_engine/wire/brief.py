@@ -1,7 +1,7 @@
 """The ``rocky brief`` document: a digest of the estate since a moment (CONTRACT section 8).
 
 Each section says whether it had something to say: ``availability`` = ``available`` | ``no_data`` |
-``unavailable`` (with ``reason``); the scheduler section is ``not_applicable`` without schedules.
+``unavailable`` (with ``reason``); the scheduler section is ``no_data`` without schedules.
 
 The published client's shape is written beside ours: ``since_mode`` / ``since_timestamp``,
 ``runs.partial_failure`` and ``runs.attention``, each drift event's ``change`` / ``timestamp`` /
@@ -164,7 +164,7 @@ class SchedulerSection(WireModel):
 
     OMIT_UNSET: ClassVar[bool] = True
 
-    availability: Literal["available", "no_data", "unavailable", "not_applicable"]
+    availability: Literal["available", "no_data", "unavailable"]
     reason: str | None = None
     #: the paused pipelines' names, and since when each is held
     paused: list[str] | None = None

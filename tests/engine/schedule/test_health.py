@@ -16,12 +16,18 @@ from tests.engine.schedule.kit import T0, Clock, SimChild, project_at, reconcile
 MODELS = {"a.sql": "select 1 as x\n"}
 
 
-def test_not_applicable_without_schedules(tmp_path: Path) -> None:
+def test_no_data_without_schedules(tmp_path: Path) -> None:
     project = project_at(tmp_path, transformation("plain"), MODELS)
     health = scheduler_health(project, T0)
     assert not health.applicable and health.status == "healthy"
     with StateStore.open(project.state_path(), writer=False) as store:
-        assert scheduler_brief(project, store, None).wire() == {"availability": "not_applicable"}
+        section = scheduler_brief(project, store, None).wire()
+    assert section == {"availability": "no_data", "reason": "no pipeline declares a [schedule]", "paused": [],
+                       "holds": [], "consecutive_failures": [], "scheduled_pipelines": 0, "runs_in_window": 0,
+                       "failed_in_window": 0, "incident_count": 0}
+    from rocky_sdk.types_generated.brief_schema import BriefSchedulerSection  # the published shape
+
+    BriefSchedulerSection.model_validate(section)
 
 
 def test_never_ticked_is_a_warning(tmp_path: Path) -> None:
