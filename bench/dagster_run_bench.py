@@ -31,7 +31,8 @@ from suites import SuiteResult, figure, write
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=fmt)
     parser.add_argument("--models", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--order-rows", type=int, default=2000)
@@ -87,7 +88,8 @@ def main() -> int:
     ratio = [d / c for c, d in zip(cli, through, strict=True)]
     figures = [
         figure(f"rocky run, {args.models} models, CLI", cli, "s"),
-        figure(f"the same run through dg.materialize ({args.models} streamed materializations)", through, "s"),
+        figure(f"the same run through dg.materialize ({args.models} streamed materializations)", through,
+               "s"),
         figure("Dagster / CLI wall time (per interleaved round)", ratio, "x", "<=", 1.10),
         figure("first materialization recorded after the engine finished the first model", first_lag, "s",
                "<=", 1.0),
