@@ -21,6 +21,7 @@ from harness import BENCH_DIR, PY, ROOT, child_env, log, measure
 #: workload name -> script in bench/ (each accepts --json FILE and --work-dir DIR)
 SCRIPTS = {
     "dagster": "dagster_bench.py",
+    "dagster-run": "dagster_run_bench.py",
     "tick": "tick_bench.py",
     "connector": "connector_bench.py",
     "server": "server_bench.py",
@@ -28,7 +29,7 @@ SCRIPTS = {
     "dag": "dag_bench.py",
 }
 #: the scripts that take --rounds (server_bench counts requests instead)
-TAKES_ROUNDS = ("dagster", "tick", "connector", "replication-peers", "dag")
+TAKES_ROUNDS = ("dagster", "dagster-run", "tick", "connector", "replication-peers", "dag")
 _OPS = {"<=": float.__le__, "<": float.__lt__, ">=": float.__ge__, ">": float.__gt__}
 
 

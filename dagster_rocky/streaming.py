@@ -34,16 +34,17 @@ from dagster_rocky.types import (
     CheckResult,
     DagNode,
     MaterializationInfo,
-    RowCountCheck,
     RunEvent,
     RunResult,
     TableError,
 )
-from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
-
-#: the check name an anomaly is reported under (a ``row_count_anomaly`` check spec)
-#: metadata keys Rocky adds next to Dagster's own
-ROWS_COPIED = "rocky/rows_copied"
+from rocky_engine.wire.metadata import (
+    ROWS_COPIED,
+    check_metadata,
+    dagster_severity,
+    materialization_metadata,
+    row_counts_after_run,
+)
 
 DagsterEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult | dg.AssetObservation
 
@@ -298,14 +299,7 @@ class RockyRunStream:
             key = self._routing.key(err.asset_key)
             if key is not None:
                 ledger.failed[key] = _failed(key, err)
-        target_counts: dict[dg.AssetKey, int] = {}
-        for table in result.check_results:
-            key = self._routing.key(table.asset_key)
-            if key is None:
-                continue
-            for check in table.checks:
-                if isinstance(check, RowCountCheck) and check.target_count is not None:
-                    target_counts[key] = check.target_count
+        counts = row_counts_after_run(result.check_results)
         latest: dict[dg.AssetKey, MaterializationInfo] = {}
         for mat in result.materializations:
             key = self._routing.key(mat.asset_key)
@@ -316,7 +310,8 @@ class RockyRunStream:
                 continue
             ledger.materialized.add(key)
             yield dg.MaterializeResult(
-                asset_key=key, metadata=document_metadata(mat, result.run_id, target_counts.get(key))
+                asset_key=key,
+                metadata=materialization_metadata(mat, result.run_id, counts.get(tuple(mat.asset_key))),
             )
         for table in result.check_results:
             key = self._routing.key(table.asset_key)
@@ -348,18 +343,6 @@ def node_facts(node: DagNode) -> dict[str, Any]:
     if node.sql_hash:
         facts["sql_hash"] = node.sql_hash
     return facts
-
-
-def document_metadata(mat: MaterializationInfo, run_id: str | None, row_count: int | None) -> dict[str, Any]:
-    """A materialization's metadata from the run document: ``dagster/row_count`` only when the document
-    knows the target's count after the run (a row_count check measured it), never the rows copied."""
-    meta = materialization_metadata(mat, run_id)
-    meta.pop("dagster/row_count", None)
-    if mat.rows_copied is not None:
-        meta[ROWS_COPIED] = mat.rows_copied
-    if row_count is not None:
-        meta["dagster/row_count"] = row_count
-    return meta
 
 
 def check_result(check_key: dg.AssetCheckKey, check: CheckResult) -> dg.AssetCheckResult:

@@ -20,7 +20,12 @@ from typing import Any
 from rocky_engine.logs import get_logger
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.checks import CheckResult
-from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
+from rocky_engine.wire.metadata import (
+    check_metadata,
+    dagster_severity,
+    materialization_metadata,
+    row_counts_after_run,
+)
 from rocky_engine.wire.run import MaterializationInfo
 
 PIPES_CONTEXT_ENV = "DAGSTER_PIPES_CONTEXT"
@@ -54,9 +59,7 @@ class PipesReporter:
         with self._lock:
             if key not in self.in_scope or key in self.sent_assets:
                 return
-            metadata = materialization_metadata(mat, run_id)
-            if row_count is not None:
-                metadata["dagster/row_count"] = row_count  # the table's rows after the run, when counted
+            metadata = materialization_metadata(mat, run_id, row_count)
             self._send(lambda: self.pipes.report_asset_materialization(asset_key=key, metadata=metadata))
             self.sent_assets.add(key)
 
@@ -135,9 +138,10 @@ def report_to_pipes(out: RunOutput, environ: Mapping[str, str] | None = None) ->
         return 0
     try:
         failed = {_key(e.asset_key) for e in out.errors}
+        counts = row_counts_after_run(out.check_results)
         for mat in out.materializations:
             if _key(mat.asset_key) not in failed:
-                reporter.materialization(mat, out.run_id)
+                reporter.materialization(mat, out.run_id, counts.get(tuple(mat.asset_key)))
         for table in out.check_results:
             for check in table.checks:
                 reporter.check(table.asset_key, check)

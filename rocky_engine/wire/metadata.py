@@ -7,22 +7,30 @@ metadata whichever way it was materialized. Pure functions over the wire models:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from rocky_engine.wire.checks import CheckResult
+from rocky_engine.wire.checks import CheckResult, RowCountCheck, TableCheckResult
 from rocky_engine.wire.run import MaterializationInfo
 
+#: the rows this run wrote; ``dagster/row_count`` is the table's row count after the run
+ROWS_COPIED = "rocky/rows_copied"
 
-def materialization_metadata(mat: MaterializationInfo, run_id: str | None = None) -> dict[str, Any]:
+
+def materialization_metadata(
+    mat: MaterializationInfo, run_id: str | None = None, row_count: int | None = None
+) -> dict[str, Any]:
     """The metadata of one materialization (Dagster's own ``dagster/*`` keys included); empty facts are
-    left out."""
+    left out. ``dagster/row_count`` is ``row_count``, the target's rows after the run, only when it was
+    counted: the rows copied (0 after a no-op incremental run) are ``rocky/rows_copied``."""
     meta: dict[str, Any] = {
         "dagster/duration_ms": mat.duration_ms,
         "duration_ms": mat.duration_ms,
         "strategy": mat.metadata.strategy,
         "target_table_full_name": mat.metadata.target_table_full_name,
         "dagster/table_name": mat.metadata.target_table_full_name,
-        "dagster/row_count": mat.rows_copied,
+        "dagster/row_count": row_count,
+        ROWS_COPIED: mat.rows_copied,
         "rows_copied": mat.rows_copied,
         "watermark": mat.metadata.watermark,
         "sql_hash": mat.metadata.sql_hash,
@@ -31,6 +39,17 @@ def materialization_metadata(mat: MaterializationInfo, run_id: str | None = None
         "rocky/run_id": run_id,
     }
     return {k: v for k, v in meta.items() if v not in ("", None)}
+
+
+def row_counts_after_run(check_results: Iterable[TableCheckResult]) -> dict[tuple[str, ...], int]:
+    """Asset key path -> the target's row count a ``row_count`` check measured after the run (what the
+    run document knows of ``dagster/row_count``)."""
+    counts: dict[tuple[str, ...], int] = {}
+    for table in check_results:
+        for check in table.checks:
+            if isinstance(check, RowCountCheck) and check.target_count is not None:
+                counts[tuple(table.asset_key)] = check.target_count
+    return counts
 
 
 def check_metadata(check: CheckResult) -> dict[str, Any]:

@@ -35,8 +35,8 @@ REPORTER = textwrap.dedent(
         ],
         "check_results": [
             {"asset_key": ["duckdb", "orders", "orders"], "checks": [
-                {"name": "row_count", "passed": True, "severity": "error", "source_count": 20000,
-                 "target_count": 20000},
+                {"name": "row_count", "passed": True, "severity": "error", "source_count": 20500,
+                 "target_count": 20500},
                 {"name": "freshness", "passed": False, "severity": "warning", "lag_seconds": 99,
                  "threshold_seconds": 10},
                 {"name": "not_declared", "passed": True, "severity": "error"},
@@ -93,7 +93,12 @@ def test_engine_reporter_sends_selected_materializations_and_declared_checks(tmp
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
         mats[mat.asset_key] = mat.metadata
     assert set(mats) == {ORDERS, CUSTOMERS}  # not the failed table, not the unselected one
-    assert mats[ORDERS]["dagster/row_count"].value == 20000
+    # dagster/row_count is the table's rows after the run (the row_count check counted them), never the
+    # rows copied; without a count there is none
+    assert mats[ORDERS]["dagster/row_count"].value == 20500
+    assert mats[ORDERS]["rocky/rows_copied"].value == 20000
+    assert "dagster/row_count" not in mats[CUSTOMERS]
+    assert mats[CUSTOMERS]["rocky/rows_copied"].value == 1000
     assert mats[ORDERS]["watermark"].value == "2026-11-01T00:00:00Z"
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     assert set(checks) == {"row_count", "freshness"}  # the undeclared check is not sent

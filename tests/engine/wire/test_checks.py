@@ -26,7 +26,12 @@ from rocky_engine.wire.checks import (
     UnknownCheck,
     check_tag,
 )
-from rocky_engine.wire.metadata import check_metadata, dagster_severity, materialization_metadata
+from rocky_engine.wire.metadata import (
+    check_metadata,
+    dagster_severity,
+    materialization_metadata,
+    row_counts_after_run,
+)
 from rocky_engine.wire.run import MaterializationInfo, RunResult
 from tests.engine.wire.strict import assert_strict
 
@@ -142,12 +147,17 @@ def test_materialization_metadata_is_built_once_for_both_sides() -> None:
     })
     assert materialization_metadata(mat, "run-1") == {
         "dagster/duration_ms": 7, "duration_ms": 7, "strategy": "incremental",
-        "target_table_full_name": "wh.s.t", "dagster/table_name": "wh.s.t", "dagster/row_count": 0,
+        "target_table_full_name": "wh.s.t", "dagster/table_name": "wh.s.t", "rocky/rows_copied": 0,
         "rows_copied": 0,
         # a naive timestamp watermark is UTC, written with Z (the published client requires an offset)
         "watermark": "2026-05-01T00:00:00Z", "column_count": 4, "started_at": "2026-05-02T03:00:00Z",
         "rocky/run_id": "run-1",
     }
+    # the table's count after the run, when it was counted, is Dagster's row count (not the rows copied)
+    assert materialization_metadata(mat, "run-1", 40)["dagster/row_count"] == 40
+    assert row_counts_after_run([TableCheckResult.model_validate(
+        {"asset_key": ["a", "b"], "checks": [{"name": "row_count", **HEAD, "target_count": 40}]})]) == {
+        ("a", "b"): 40}
     bare = MaterializationInfo(asset_key=["a"])
     assert materialization_metadata(bare) == {"dagster/duration_ms": 0, "duration_ms": 0}
 
