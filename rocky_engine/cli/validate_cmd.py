@@ -27,6 +27,6 @@ def execute(args: argparse.Namespace) -> Result:
     import os
     from pathlib import Path
 
-    from rocky_engine.config.validation import run_validation
+    from rocky_engine.ops.validate import run_validation
 
     return run_validation(Path(args.config), env=os.environ)

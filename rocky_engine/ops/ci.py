@@ -108,7 +108,7 @@ def run_ci(
     import os
 
     from rocky_engine.config.loader import load_config
-    from rocky_engine.config.validation import run_validation
+    from rocky_engine.ops.validate import run_validation
 
     env = os.environ if environ is None else environ
     tally = _Tally()

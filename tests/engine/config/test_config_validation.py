@@ -9,15 +9,13 @@ import pytest
 
 from rocky_engine.config import RockyConfig, load_config
 from rocky_engine.config.validation import (
-    ValidateOutput,
     ValidationMessage,
     cron_problem,
-    run_validation,
     timezone_problem,
     validate_config,
-    validate_models,
 )
 from rocky_engine.graph import find_cycles
+from rocky_engine.ops.validate import ValidateOutput, run_validation, validate_models
 from rocky_engine.output import to_json
 from rocky_engine.wire.validate import AdapterSummary, ModelsSummary
 
