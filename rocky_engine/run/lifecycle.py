@@ -8,7 +8,8 @@
   (``failure_kind: "hook-abort"``); ``pipeline_error`` then fires for it.
 - ``pipeline_error``: the run did not fully succeed: ``PartialFailure``, ``Failure``, an interrupt, or a
   ``RockyError`` that escaped the runner (the run is then a recorded ``Failure`` naming it, exactly like a
-  runner's own failure); an internal error (a bug) fires it before the error propagates.
+  runner's own failure); a refused request (bad flags, config, model files) or an internal error fires
+  it before the error propagates.
 
 So a partial failure fires both (it completed, and it needs attention), a success only
 ``pipeline_complete``, and a failure only ``pipeline_error``.
@@ -19,13 +20,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rocky_engine.errors import AdapterError, HookAbort, RockyError
+from rocky_engine.errors import (
+    AdapterError,
+    ConfigError,
+    HookAbort,
+    ModelError,
+    RockyError,
+    RunInterrupted,
+    UsageError,
+)
 from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.run import TableError
 
 log = get_logger("hooks")
+
+#: errors that refuse the request itself (bad flags, config or model files) before the runner does work:
+#: they stay the one ``error:`` line they always were (the CLI prints it, exit 1), with no run record
+_REFUSALS = (UsageError, ConfigError, ModelError, RunInterrupted)
 
 #: failed tables named in ``metadata.failed_tables`` (the full list is in the run's JSON and history)
 _MAX_NAMED = 20
@@ -48,8 +61,8 @@ def run_with_hooks(events: EventSink, run: Callable[[], RunOutput], pipeline_typ
     A hook abort (at ``pipeline_start``, or one that escaped the runner from an event it does not contain)
     becomes a recorded ``Failure`` naming the hook; so does any other ``RockyError`` that escaped the
     runner (a warehouse that refused the run, a state write that failed after some models landed): the
-    caller records it and prints its document, and ``finish_run`` fires ``pipeline_error`` once. An
-    internal error fires ``pipeline_error`` and propagates.
+    caller records it and prints its document, and ``finish_run`` fires ``pipeline_error`` once. A
+    refusal of the request (``_REFUSALS``) or an internal error fires ``pipeline_error`` and propagates.
     """
     aborted = start_run(events, pipeline_type)
     if aborted is not None:
@@ -59,6 +72,9 @@ def run_with_hooks(events: EventSink, run: Callable[[], RunOutput], pipeline_typ
     except HookAbort as exc:
         log.error("run stopped: %s", exc)
         return aborted_output(exc, pipeline_type)
+    except _REFUSALS as exc:
+        fail_run(events, exc, pipeline_type)
+        raise
     except RockyError as exc:
         log.error("run failed: %s", exc)
         return failed_output(exc, pipeline_type)
