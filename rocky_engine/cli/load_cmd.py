@@ -58,8 +58,20 @@ def execute(args: argparse.Namespace) -> Any:
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     if getattr(args, "connector", None) is not None:
         from rocky_engine.connectors.connector_run import execute_connector_load
+        from rocky_engine.errors import StateSchemaError
 
-        return execute_connector_load(project, args.connector)
+        try:
+            return execute_connector_load(project, args.connector)
+        except StateSchemaError as exc:
+            if project.config.state.on_schema_mismatch != "recreate":
+                raise
+            # The connector opens its store with "refuse" on purpose: a fresh state would forget its
+            # cursor and commit_seq, and the batch would be appended to the target a second time.
+            raise StateSchemaError(
+                f"{exc.message}; a connector load never runs from a fresh state (on_schema_mismatch = "
+                "recreate would forget its cursor and append the batch a second time)",
+                hint=exc.hint,
+            ) from None
     from rocky_engine.cli.run_cmd import wait_seconds
 
     name = choose_load_pipeline(project.config, args.pipeline)

@@ -10,7 +10,9 @@ fails follows its ``on_failure``:
   ``before_materialize``, ``before_checks``, ``discover_complete``, ``compile_complete``) the remaining
   hooks of the event are skipped, the webhook is still delivered, and :class:`HookAbort` is raised. From
   then on every later ``before_*`` event raises too, so no further table or model materializes; the runner
-  records those as failed with the abort message. On any other event abort acts like ``warn``.
+  records those as failed with the abort message. At ``pipeline_complete`` (``FAILING_EVENTS``) it raises
+  :class:`HookAbort` too: the work is done, but the run becomes a ``Failure`` naming the hook (an explicit
+  abort is never silently downgraded). On any other event abort acts like ``warn``.
 
 A webhook that fails is warned about and never fails the run.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.errors import HookAbort
-from rocky_engine.hooks.event import ABORTABLE_EVENTS, HookEvent, rfc3339_now
+from rocky_engine.hooks.event import ABORTABLE_EVENTS, FAILING_EVENTS, HookEvent, rfc3339_now
 from rocky_engine.logs import get_logger
 from rocky_engine.state._time import rfc3339
 
@@ -171,9 +173,17 @@ class HookDispatcher:
                 event=event,
                 hint="fix the hook or set on_failure = \"warn\" to let the run go on",
             )
+        if hook.on_failure == "abort" and event in FAILING_EVENTS:
+            log.error("%s; on_failure = abort: the run fails (its work is done and stays)", what)
+            return HookAbort(
+                f"aborted by {what}",
+                event=event,
+                hint="fix the hook or set on_failure = \"warn\" to let the run stand",
+            )
         if hook.on_failure == "abort":
             log.warning(
-                "%s (on_failure = abort only stops a run on events before work; the run goes on)", what
+                "%s (on_failure = abort only stops a run on events before work, or fails it at "
+                "pipeline_complete; the run goes on)", what
             )
         else:
             log.warning("%s; the run goes on (on_failure = warn)", what)

@@ -25,6 +25,10 @@ ABORTABLE_EVENTS: frozenset[str] = frozenset(
     }
 )
 
+#: Events after the work where an ``abort`` hook fails the run (it cannot stop work that is done, but an
+#: explicit abort is never downgraded to a warning): the run becomes a ``Failure`` naming the hook.
+FAILING_EVENTS: frozenset[str] = frozenset({"pipeline_complete"})
+
 #: Events that report a failure (presets colour them red and PagerDuty triggers on them).
 ERROR_EVENTS: frozenset[str] = frozenset(
     {"pipeline_error", "materialize_error", "model_error", "budget_breach"}

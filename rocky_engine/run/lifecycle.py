@@ -4,9 +4,12 @@
   work, and the run is recorded as a ``Failure`` whose error names the hook (so is an abort that a runner
   lets escape, e.g. from ``discover_complete``).
 - ``pipeline_complete``: the runner returned with ``Success`` or ``PartialFailure`` (``metadata.status``
-  tells which).
-- ``pipeline_error``: the run did not fully succeed: ``PartialFailure``, ``Failure``, an interrupt, or an
-  error that escaped the runner (then fired before the error propagates).
+  tells which). An ``abort`` hook that fails here makes the run a ``Failure`` naming the hook
+  (``failure_kind: "hook-abort"``); ``pipeline_error`` then fires for it.
+- ``pipeline_error``: the run did not fully succeed: ``PartialFailure``, ``Failure``, an interrupt, or a
+  ``RockyError`` that escaped the runner (the run is then a recorded ``Failure`` naming it, exactly like a
+  runner's own failure); a refused request (bad flags, config, model files) or an internal error fires
+  it before the error propagates.
 
 So a partial failure fires both (it completed, and it needs attention), a success only
 ``pipeline_complete``, and a failure only ``pipeline_error``.
@@ -17,13 +20,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rocky_engine.errors import HookAbort
+from rocky_engine.errors import (
+    AdapterError,
+    ConfigError,
+    HookAbort,
+    ModelError,
+    RockyError,
+    RunInterrupted,
+    UsageError,
+)
 from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.run import TableError
 
 log = get_logger("hooks")
+
+#: errors that refuse the request itself (bad flags, config or model files) before the runner does work:
+#: they stay the one ``error:`` line they always were (the CLI prints it, exit 1), with no run record
+_REFUSALS = (UsageError, ConfigError, ModelError, RunInterrupted)
 
 #: failed tables named in ``metadata.failed_tables`` (the full list is in the run's JSON and history)
 _MAX_NAMED = 20
@@ -44,7 +59,10 @@ def run_with_hooks(events: EventSink, run: Callable[[], RunOutput], pipeline_typ
     """Fire ``pipeline_start`` and call ``run``.
 
     A hook abort (at ``pipeline_start``, or one that escaped the runner from an event it does not contain)
-    becomes a recorded ``Failure`` naming the hook. Any other error fires ``pipeline_error`` and propagates.
+    becomes a recorded ``Failure`` naming the hook; so does any other ``RockyError`` that escaped the
+    runner (a warehouse that refused the run, a state write that failed after some models landed): the
+    caller records it and prints its document, and ``finish_run`` fires ``pipeline_error`` once. A
+    refusal of the request (``_REFUSALS``) or an internal error fires ``pipeline_error`` and propagates.
     """
     aborted = start_run(events, pipeline_type)
     if aborted is not None:
@@ -54,6 +72,12 @@ def run_with_hooks(events: EventSink, run: Callable[[], RunOutput], pipeline_typ
     except HookAbort as exc:
         log.error("run stopped: %s", exc)
         return aborted_output(exc, pipeline_type)
+    except _REFUSALS as exc:
+        fail_run(events, exc, pipeline_type)
+        raise
+    except RockyError as exc:
+        log.error("run failed: %s", exc)
+        return failed_output(exc, pipeline_type)
     except Exception as exc:
         fail_run(events, exc, pipeline_type)
         raise
@@ -61,25 +85,50 @@ def run_with_hooks(events: EventSink, run: Callable[[], RunOutput], pipeline_typ
 
 def aborted_output(exc: HookAbort, pipeline_type: str) -> RunOutput:
     """The output of a run that a ``pipeline_start`` hook aborted: ``Failure``, nothing done."""
+    return failed_output(exc, pipeline_type)
+
+
+def failed_output(exc: RockyError, pipeline_type: str) -> RunOutput:
+    """The output of a run an error stopped: ``Failure`` naming it. What the runner had done is lost with
+    its frame; the run record still carries the model executions the runner kept."""
     return RunOutput(
         pipeline_type=pipeline_type,
         status="Failure",
-        errors=[TableError(asset_key=[], error=str(exc), failure_kind="unknown")],
+        errors=[TableError(asset_key=[], error=str(exc), failure_kind=failure_kind_of(exc))],
     )
 
 
-def finish_run(events: EventSink, out: RunOutput) -> None:
-    """Fire ``pipeline_complete`` and/or ``pipeline_error`` for a finished run; hooks never change it."""
-    meta = outcome_metadata(out)
-    try:
-        if out.status in ("Success", "PartialFailure") and not out.interrupted:
-            events.fire("pipeline_complete", duration_ms=out.duration_ms, metadata=meta)
-        if out.status in ("PartialFailure", "Failure") or out.interrupted:
-            events.fire(
-                "pipeline_error", error=error_summary(out), duration_ms=out.duration_ms, metadata=meta
-            )
-    except HookAbort as exc:  # pragma: no cover - completion events are not abortable
-        log.warning("a completion hook asked to abort a finished run: %s", exc)
+def failure_kind_of(exc: RockyError) -> str:
+    if isinstance(exc, HookAbort):
+        return "hook-abort"
+    if isinstance(exc, AdapterError):
+        return exc.failure_kind
+    return "unknown"
+
+
+def finish_run(
+    events: EventSink, out: RunOutput, on_abort: Callable[[], None] | None = None
+) -> None:
+    """Fire ``pipeline_complete`` and/or ``pipeline_error`` for a finished run.
+
+    Only an ``abort`` hook at ``pipeline_complete`` changes the run: it becomes a ``Failure`` whose errors
+    name the hook, ``on_abort`` is called (the caller rewrites the run record) and ``pipeline_error``
+    fires for it.
+    """
+    if out.status in ("Success", "PartialFailure") and not out.interrupted:
+        try:
+            events.fire("pipeline_complete", duration_ms=out.duration_ms, metadata=outcome_metadata(out))
+        except HookAbort as exc:
+            out.status = "Failure"
+            out.errors.append(TableError(asset_key=[], error=str(exc), failure_kind="hook-abort"))
+            if on_abort is not None:
+                on_abort()
+    if out.status in ("PartialFailure", "Failure") or out.interrupted:
+        try:
+            events.fire("pipeline_error", error=error_summary(out), duration_ms=out.duration_ms,
+                        metadata=outcome_metadata(out))
+        except HookAbort as exc:  # pragma: no cover - pipeline_error is not abortable
+            log.warning("a pipeline_error hook asked to abort a finished run: %s", exc)
 
 
 def fail_run(events: EventSink, exc: BaseException, pipeline_type: str) -> None:

@@ -11,7 +11,8 @@
 5. ``finalize``: close the key's claim, on every exit path of a run that claimed one;
 6. ``upload``: the state to the remote backend, only for a run that recorded itself;
 7. ``settle``: a signal that came after the record still makes the run interrupted;
-8. ``report``: after the store is closed: the interrupt line, the completion hooks, the Pipes report.
+8. ``report``: after the store is closed: the interrupt line, the completion hooks, the Pipes report
+   (an ``abort`` hook at ``pipeline_complete`` fails the run: the store is opened again to record it).
 
 Steps 3 to 8 share a :class:`RunOutcome`: ``run`` fills it, the later steps read it, so what a run
 records, finalizes, uploads and prints is decided in one place. Exit code, JSON document and run record
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from rocky_engine.errors import AdapterError, RockyError, StateError, StateLockedError, UsageError
+from rocky_engine.errors import RockyError, StateError, StateLockedError, UsageError
 from rocky_engine.hooks.sink import EventSink, NullEventSink
 from rocky_engine.logs import get_logger
 from rocky_engine.project import Project
@@ -285,17 +286,9 @@ class RunSteps:
             clock=self.clock,
         )
         runner = self.runner_cls(ctx)
-        try:
-            out = run_with_hooks(self.events, runner.run, self.pipeline_type)
-        except AdapterError as exc:
-            # The warehouse could not be reached or refused the run before any table ran: still a run
-            # (JSON on stdout, a run record saying what happened), not a bare error line.
-            self.log.error("run %s failed before any table ran: %s", run_id, exc)
-            out = RunOutput(
-                pipeline_type=self.pipeline_type,
-                status="Failure",
-                errors=[TableError(asset_key=[], error=str(exc), failure_kind=exc.failure_kind)],
-            )
+        # A RockyError that escapes the runner (a refused warehouse, a failed state write after some
+        # models landed) comes back as a Failure naming it: still a run, recorded and printed.
+        out = run_with_hooks(self.events, runner.run, self.pipeline_type)
         out.run_id = run_id
         out.filter = self.options.filter or ""
         out.duration_ms = int((time.perf_counter() - self.t0) * 1000)
@@ -414,11 +407,31 @@ class RunSteps:
         if out.interrupted:
             self.log.warning("run %s interrupted by %s; recorded as %s", self.outcome.run_id,
                              self.guard.signal_name or "signal", out.status)
-        finish_run(self.events, out)
+        finish_run(self.events, out, on_abort=self._fail_after_report)
         from rocky_engine.run.pipes_report import report_to_pipes
 
         report_to_pipes(out)
         return out
+
+
+    def _fail_after_report(self) -> None:
+        """A ``pipeline_complete`` hook aborted the run after its store closed: open it again to rewrite
+        the record (and close the key as failed, so a retry runs); a store that cannot take it is logged,
+        the document on stdout still says what happened."""
+        from rocky_engine.state.remote.sync import open_synced_store
+
+        project = self.project
+        try:
+            self.synced = open_synced_store(
+                project.state_path(), project.config.state, namespace=project.state_namespace,
+                on_newer=self.on_newer,
+            )
+            with self.synced as store:
+                self.amend(store)
+                self.finalize(store)
+                self.synced.upload()
+        except RockyError as exc:
+            self.log.error("could not record that run %s failed: %s", self.outcome.run_id, exc)
 
 
 def _check_flags(name: str, pipeline_type: str, options: RunOptions) -> None:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
-from rocky_engine.errors import AdapterError, ModelError, RockyError
+from rocky_engine.errors import AdapterError, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
@@ -109,7 +109,8 @@ class TransformationRunner:
         for catalog, schema in needed:
             if catalog != adapter.catalog:
                 owner = next(n for n in selected if targets[n].catalog == catalog)
-                raise RockyError(
+                # a refusal of the project as configured (no run record), not a failed run
+                raise ConfigError(
                     f"model '{owner}' targets catalog '{catalog}', but adapter '{adapter.name}' is catalog "
                     f"'{adapter.catalog}'",
                     hint="fix [target] catalog in the model sidecar or models/_defaults.toml",
@@ -118,7 +119,7 @@ class TransformationRunner:
                 continue
             if not auto_create:
                 owner = next(n for n in selected if targets[n].schema == schema)
-                raise RockyError(
+                raise ConfigError(
                     f"target schema '{catalog}.{schema}' of model '{owner}' does not exist",
                     hint="create it, or set auto_create_schemas = true under the pipeline's "
                     "[target.governance]",

@@ -1,7 +1,8 @@
 """``rocky load`` against a store newer than this engine, under ``on_schema_mismatch = "recreate"`` (the
 default): it "runs once as a full refresh" (seeds/deployment-contract.md), so the fresh local state that
 remembers no earlier load rebuilds the target from the files instead of appending them a second time
-(issue 13 item 5). A real store file, stamped with a schema version from the future.
+(issue 13 item 5); a connector load, whose cursor lives in the store, refuses instead. A real store
+file, stamped with a schema version from the future.
 """
 
 from __future__ import annotations
@@ -57,3 +58,19 @@ def test_a_recreated_state_rebuilds_the_target_instead_of_appending_twice(tmp_pa
     assert "rebuilding customers, orders from the files" in stderr
     assert doc["total_rows"] == 5
     assert (_rows(tmp_path, "customers"), _rows(tmp_path, "orders")) == (2, 3)  # not (4, 6)
+
+
+def test_a_connector_load_refuses_a_recreated_state_instead_of_appending_twice(tmp_path: Path) -> None:
+    """A connector's cursor lives in the store: from a fresh state it would fetch and append its batch a
+    second time, so under ``recreate`` it refuses with one line that says why (and appends nothing)."""
+    from tests.engine.connectors.kit import ConnectorProject
+
+    cp = ConnectorProject(tmp_path).setup("ok", "rows=4", "files=1")
+    assert cp.load_in_process().connector.status == "loaded"
+    sqlite(cp.state_path, "UPDATE metadata SET value = '99' WHERE key = 'schema_version'")
+    res = rocky_in_process(["-c", str(cp.config), "--output", "json", "load", "--connector", cp.name])
+    assert res.returncode == 1 and res.stdout == ""
+    [line] = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert "newer than this engine supports" in line
+    assert "a connector load never runs from a fresh state" in line
+    assert cp.count() == 4  # the batch was not appended a second time

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.schedule.spawner import ChildRequest, SubprocessSpawner
+from rocky_engine.state.store import StateStore
 from tests.engine.outcomes.kit import (
     assert_one_story,
     closed_port,
@@ -80,11 +81,49 @@ def test_hook_abort_midway(tmp_path: Path) -> None:
     assert_one_story(end, "PartialFailure", error="aborted by hook on_before_model_run[0]")
 
 
-def test_hook_abort_at_pipeline_complete_is_a_warning(tmp_path: Path) -> None:
-    """``abort`` stops a run only before work (docs/alerting.md); after it, it warns: the run stands."""
-    end = ending_in_process(project(tmp_path, GOOD, _hook("pipeline_complete", "exit 3")))
+def _errors_fired(tmp_path: Path) -> tuple[str, Path]:
+    """A ``pipeline_error`` hook that appends one line per firing to a file (to count them)."""
+    fired = tmp_path / "pipeline_error.log"
+    return _hook("pipeline_error", f"echo fired >> {fired}", on_failure="warn"), fired
+
+
+def test_hook_abort_at_pipeline_complete_fails_the_run(tmp_path: Path) -> None:
+    """An explicit ``abort`` after the work is not downgraded to a warning: the models landed, but the
+    run is a Failure naming the hook (document first, exit 1, the record says so), ``pipeline_error``
+    fires once, and the key is closed as failed so a retry runs."""
+    on_error, fired = _errors_fired(tmp_path)
+    config = project(tmp_path / "p", GOOD, _hook("pipeline_complete", "exit 3") + on_error)
+    end = ending_in_process(config, "--idempotency-key", "nightly")
+    assert end.doc["tables_copied"] == 1
+    assert_one_story(end, "Failure", error="aborted by hook on_pipeline_complete[0]")
+    assert end.record is not None
+    assert [e["failure_kind"] for e in end.record.extra["errors"]] == ["hook-abort"]
+    assert fired.read_text().splitlines() == ["fired"]
+    with StateStore.open(store_of(config), writer=False) as store:
+        entry = store.idempotency.get("nightly")
+    assert entry is not None and entry.state == "failed"
+
+
+def test_hook_warn_at_pipeline_complete_lets_the_run_stand(tmp_path: Path) -> None:
+    end = ending_in_process(project(tmp_path, GOOD, _hook("pipeline_complete", "exit 3", "warn")))
     assert "hook on_pipeline_complete[0]" in end.stderr
     assert_one_story(end, "Success")
+
+
+def test_state_error_after_the_models_landed(tmp_path: Path) -> None:
+    """A RockyError that escapes the runner (here the watermark write, refused by the store after the
+    model landed) is a recorded Failure naming it, document first, exit 1, ``pipeline_error`` once."""
+    on_error, fired = _errors_fired(tmp_path)
+    models = {"events.sql": "select 1 as id, timestamp '2026-01-01' as ts\n",
+              "events.toml": '[strategy]\ntype = "incremental"\ntimestamp_column = "ts"\n'}
+    config = project(tmp_path / "p", models, on_error)
+    assert ending_in_process(config).code == 0  # creates the store
+    sqlite(store_of(config), "CREATE TRIGGER refuse BEFORE UPDATE ON watermarks "
+                             "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+    end = ending_in_process(config)
+    assert_one_story(end, "Failure", error="refused by the test")
+    assert end.record is not None and [e.model_name for e in end.record.models_executed] != []
+    assert fired.read_text().splitlines() == ["fired"]
 
 
 def test_failed_idempotency_finalize(tmp_path: Path) -> None:
