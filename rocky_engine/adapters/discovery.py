@@ -76,9 +76,13 @@ class DiscoverOutcome:
 
 
 class DiscoveryAdapter(Protocol):
-    """Answers "which sources exist" for one replication pipeline."""
+    """Answers "which sources exist" for one replication pipeline.
 
-    def discover(self, pipeline: ReplicationPipeline) -> DiscoverOutcome: ...
+    ``last_sync=False``: the caller does not need ``last_sync_at`` (a run plans from the tables alone), so an
+    adapter that pays for it with extra reads may leave it ``None``.
+    """
+
+    def discover(self, pipeline: ReplicationPipeline, *, last_sync: bool = True) -> DiscoverOutcome: ...
 
     def close(self) -> None: ...
 
@@ -90,7 +94,7 @@ class WarehouseDiscovery:
         self.adapter = adapter
         self._owns = owns_adapter
 
-    def discover(self, pipeline: ReplicationPipeline) -> DiscoverOutcome:
+    def discover(self, pipeline: ReplicationPipeline, *, last_sync: bool = True) -> DiscoverOutcome:
         pattern = SchemaPattern.from_config(pipeline.source.schema_pattern)
         catalog = pipeline.source.catalog or self.adapter.catalog
         if catalog != self.adapter.catalog and self.adapter.dialect.capabilities.single_catalog:
@@ -105,6 +109,10 @@ class WarehouseDiscovery:
         for table in self.adapter.catalog_tables(catalog):
             by_schema.setdefault(table.schema, []).append(DiscoveredTable(table.name, table.row_count))
         outcome = build_outcome(pattern, by_schema, self.adapter.type)
+        if not last_sync:
+            # a run: a catalog read of the columns and MAX(timestamp_column) over every source table (a
+            # scan of each one without an index) would be per-run fixed cost for a field it never reads
+            return outcome
         synced = self._last_sync(catalog, outcome.sources, pipeline.timestamp_column)
         outcome.sources = [replace(s, last_sync_at=synced.get(s.schema)) for s in outcome.sources]
         return outcome

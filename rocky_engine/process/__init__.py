@@ -52,21 +52,24 @@ Files
 
 from __future__ import annotations
 
-from rocky_engine.process.launcher import (
-    DEATH_GRACE_SECS,
-    DEFAULT_GRACE_SECS,
-    MAX_LINE_BYTES,
-    Child,
-    ChildExit,
-    Launch,
-    LineSink,
-    Output,
-    Rlimit,
-    live_children,
-    run,
-    start,
-    stop_all,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rocky_engine.process.launcher import (
+        DEATH_GRACE_SECS,
+        DEFAULT_GRACE_SECS,
+        MAX_LINE_BYTES,
+        Child,
+        ChildExit,
+        Launch,
+        LineSink,
+        Output,
+        Rlimit,
+        live_children,
+        run,
+        start,
+        stop_all,
+    )
 
 __all__ = [
     "DEATH_GRACE_SECS",
@@ -83,3 +86,17 @@ __all__ = [
     "start",
     "stop_all",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The launcher's names, loaded on first use (PEP 562).
+
+    ``rocky_engine.process.identity`` is imported by every run (the state's idempotency claims) and a
+    replication run starts no child, so the launcher (fork server client, supervisor framing) stays out
+    of its start-up until something launches or stops a child.
+    """
+    if name in __all__:
+        from rocky_engine.process import launcher
+
+        return getattr(launcher, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,12 +10,14 @@ interrupted run is recorded like any other.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
-from rocky_engine.process import stop_all
+#: imported only by code that starts a child; until then no child can be running (see ``_stop_children``)
+_LAUNCHER = "rocky_engine.process.launcher"
 
 
 class InterruptGuard:
@@ -43,7 +45,7 @@ class InterruptGuard:
                 cancel()
             except Exception:  # a failing cancel must not hide the interrupt
                 pass
-        stop_all()
+        _stop_children()
 
     def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():
@@ -57,3 +59,16 @@ class InterruptGuard:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+def _stop_children() -> None:
+    """Stop every child still running, if this process ever loaded the launcher.
+
+    Not a module-level import: a replication run starts no child, and the launcher (fork server client,
+    supervisor) is start-up time of every ``rocky run`` for nothing. A child exists only after the launcher
+    module has run, so its absence from ``sys.modules`` means there is nothing to stop; importing it here,
+    inside a signal handler, could contend for the import lock the interrupted main thread holds.
+    """
+    launcher = sys.modules.get(_LAUNCHER)
+    if launcher is not None:
+        launcher.stop_all()

@@ -149,7 +149,7 @@ class ReplicationRunner:
         ctx = self.ctx
         discovery = open_discovery(ctx.config, pipeline, source_adapter=source)
         try:
-            outcome = discovery.discover(pipeline)
+            outcome = discovery.discover(pipeline, last_sync=False)  # a run never reads last_sync_at
         finally:
             discovery.close()
         for failed in outcome.failed_sources:

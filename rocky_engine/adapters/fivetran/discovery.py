@@ -98,8 +98,9 @@ class FivetranDiscovery:
     def close(self) -> None:
         self.client.close()
 
-    def discover(self, pipeline: ReplicationPipeline) -> DiscoverOutcome:
-        """Sources of the destination group that fit ``pipeline``'s schema pattern.
+    def discover(self, pipeline: ReplicationPipeline, *, last_sync: bool = True) -> DiscoverOutcome:
+        """Sources of the destination group that fit ``pipeline``'s schema pattern (``last_sync_at`` comes
+        with the connector listing, so ``last_sync`` changes nothing here).
 
         Raises:
             FivetranApiError: the group's connectors could not be listed at all.
