@@ -264,7 +264,7 @@ def test_expired_in_flight_claim_is_adopted(cp: ConnectorProject) -> None:
     res = cp.load()
     assert res.returncode == 0, res.stderr
     assert res.connector["adopted_expired_claim"] is True
-    assert "adopted the expired in-flight claim connector:fake:0 of run other-run" in res.stderr
+    assert "adopted the in-flight claim connector:fake:0 of run other-run, that expired" in res.stderr
     assert cp.claims()["connector:fake:0"]["state"] == "succeeded"
 
 

@@ -63,7 +63,7 @@ def test_upload_failure_skip_keeps_the_run(
     assert json.loads(result.stdout)["status"] == "Success"
     assert "could not upload the state to key 'p:state.sqlite' on redis://127.0.0.1:" in result.stderr
     assert "on_upload_failure = skip: the run stands" in result.stderr
-    assert m.watermark() == "2024-01-01T00:00:00"  # kept locally
+    assert m.watermark() == "2024-01-01T00:00:00Z"  # kept locally
 
 
 @pytest.mark.slow
@@ -99,7 +99,7 @@ def test_failed_download_suppresses_the_upload(
         result.stderr
     )
     assert s3_remote.snapshot() == garbage, "a failed download must suppress the upload"
-    assert m.watermark() == "2024-01-01T00:00:00"  # the run itself went ahead on the local copy
+    assert m.watermark() == "2024-01-01T00:00:00Z"  # the run itself went ahead on the local copy
     if policy == "skip":
         assert result.returncode == 0, result.stderr
     else:

@@ -24,7 +24,8 @@ from tests.engine.state.remote.conftest import (
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-A_TS, B_TS = "2024-01-01T00:00:00", "2025-06-01T00:00:00"
+# watermarks are stored and shown in UTC with a Z (the published wire format)
+A_TS, B_TS = "2024-01-01T00:00:00Z", "2025-06-01T00:00:00Z"
 
 
 def _errors_hook(m: Machine) -> str:
@@ -42,8 +43,8 @@ def _overlap(
     state = remote.state_toml(concurrency_control=mode)
     a.write(state, barrier_hook(barrier, "a", "b", done="a-uploaded") + _errors_hook(a))
     b.write(state, barrier_hook(barrier, "b", "a-uploaded") + _errors_hook(b))
-    a.seed(A_TS.replace("T", " "))
-    b.seed(B_TS.replace("T", " "))
+    a.seed(A_TS.replace("T", " ").removesuffix("Z"))
+    b.seed(B_TS.replace("T", " ").removesuffix("Z"))
     pa, pb = a.popen("run", "-o", "json"), b.popen("run", "-o", "json")
     out_a, err_a = pa.communicate(timeout=120)
     out_b, err_b = pb.communicate(timeout=120)

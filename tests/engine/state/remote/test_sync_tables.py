@@ -56,7 +56,7 @@ def test_second_machine_continues_from_the_first_machines_state(
     data = s3_remote.snapshot()
     assert data is not None
     assert snapshot_rows(data, tmp_path, f"SELECT value FROM watermarks WHERE key = '{WATERMARK_KEY}'") == [
-        ("2024-03-01T00:00:00",)
+        ("2024-03-01T00:00:00Z",)
     ]
     # The generation this machine last saw is kept locally (cas compares against the downloaded one).
     generation = b.local_rows("SELECT value FROM metadata WHERE key = 'remote_generation'", default=None)
