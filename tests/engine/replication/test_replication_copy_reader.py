@@ -76,7 +76,7 @@ def test_types_arrive_exact_whatever_the_source_session_settings(pg_db: PgDataba
                           "WHERE table_name = 'all_types'"))
     assert (types["n"], types["m"], types["big"], types["tz"]) == (
         "DECIMAL(38,10)", "DECIMAL(12,2)", "DOUBLE", "TIMESTAMP WITH TIME ZONE")
-    assert out.materializations[0].metadata.watermark == "2026-03-03T23:36:07.123456Z"  # UTC with a Z, the published format
+    assert out.materializations[0].metadata.watermark == "2026-03-03T23:36:07.123456Z"
 
     # Incremental: only the newer row; the bound is the target's own maximum.
     pg_db.sql("INSERT INTO src__shop.all_types (id, tz) VALUES (4, '2026-03-04 00:00:00+00'), "
