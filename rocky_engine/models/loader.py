@@ -192,14 +192,8 @@ def _load_one(sql_path: Path, defaults: Mapping[str, Any], environ: Mapping[str,
 
 def _owners(value: Any, path: Path) -> tuple[str, ...]:
     """``owners = ["team:data", "ana@example.com"]`` (one string is one owner)."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise ConfigError("owners must be a list of strings", file=path, key="owners",
-                      hint='write owners = ["team:data", "ana@example.com"]')
+    return _strings(value, path, key="owners", message="owners must be a list of strings",
+                    hint='write owners = ["team:data", "ana@example.com"]')
 
 
 def _tags(value: Any, path: Path) -> dict[str, str]:
@@ -240,13 +234,18 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _str_tuple(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    return _strings(value, path, key=f"strategy.{key}", message="must be a string or a list of strings")
+
+
+def _strings(value: Any, path: Path, *, key: str, message: str, hint: str | None = None) -> tuple[str, ...]:
+    """A string or a list of strings as a tuple (absent: empty); anything else is a ConfigError."""
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ConfigError("must be a string or a list of strings", file=path, key=f"strategy.{key}")
+    raise ConfigError(message, file=path, key=key, hint=hint)
 
 
 def _strategy(raw: Any, path: Path) -> Strategy:
