@@ -18,7 +18,8 @@ MERGE = 'type = "merge"\nunique_key = ["id"]'
 
 def _src(p: SparkProject, ids: range, extra: str = "") -> None:
     p.model("src", f"SELECT id, CAST(id * 10 AS INT) AS amount, TIMESTAMP'2026-01-01 00:00:00' + "
-                   f"make_interval(0, 0, 0, CAST(id AS INT)) AS ts{extra} FROM range({ids.start}, {ids.stop})")
+                   f"make_interval(0, 0, 0, CAST(id AS INT)) AS ts{extra} "
+                   f"FROM range({ids.start}, {ids.stop})")
 
 
 def test_new_column_is_added_and_a_type_change_rebuilds_keeping_rows(spark_project: SparkProject) -> None:
