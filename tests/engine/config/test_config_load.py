@@ -181,7 +181,7 @@ def test_unknown_adapter_type_lists_valid_types(tmp_path: Path) -> None:
     exc = error(tmp_path, '[adapter.wh]\ntype = "snowflake"\n')
     assert str(exc) == (
         f"{tmp_path / 'rocky.toml'}: adapter.wh.type: unknown adapter type 'snowflake' for adapter 'wh'; "
-        "valid types: duckdb, postgres, fivetran"
+        "valid types: duckdb, postgres, spark, fivetran"
     )
 
 
@@ -189,13 +189,16 @@ def test_bigquery_adapter_is_refused_with_reason(tmp_path: Path) -> None:
     exc = error(tmp_path, '[adapter.bq]\ntype = "bigquery"\n')
     assert str(exc) == (
         f"{tmp_path / 'rocky.toml'}: adapter.bq.type: BigQuery is not supported: it does not accept local "
-        "Parquet files (adapter 'bq'); use one of: duckdb, postgres, fivetran"
+        "Parquet files (adapter 'bq'); use one of: duckdb, postgres, spark, fivetran"
     )
 
 
 def test_adapter_without_type(tmp_path: Path) -> None:
     exc = error(tmp_path, '[adapter.wh]\npath = "x.duckdb"\n')
-    assert "missing required key 'type' in [adapter.wh]; valid types: duckdb, postgres, fivetran" in str(exc)
+    assert (
+        "missing required key 'type' in [adapter.wh]; valid types: duckdb, postgres, spark, fivetran"
+        in str(exc)
+    )
 
 
 @pytest.mark.parametrize(
