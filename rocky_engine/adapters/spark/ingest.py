@@ -1,4 +1,4 @@
-"""Arrow batches into Spark (the copy seam's target side): uploaded through Spark Connect, or staged as Parquet.
+"""Arrow batches into Spark (the copy seam's target side): uploaded through Spark Connect, or staged Parquet.
 
 A cross-warehouse copy hands the target one relation holding the arriving rows (``scan_arrow``); the copy's
 statements then read it. Spark gets that relation one of two ways:
@@ -69,9 +69,8 @@ def upload_arrow(session: SparkConnectSession, name: str, readers: Sequence[Any]
     spark_schema = spark_schema_of(schema)
 
     def upload(spark: Any) -> None:
-        frames = [
-            spark.createDataFrame(chunk, schema=spark_schema) for chunk in _chunks(schema, readers, CHUNK_ROWS)
-        ]
+        chunks = _chunks(schema, readers, CHUNK_ROWS)
+        frames = [spark.createDataFrame(chunk, schema=spark_schema) for chunk in chunks]
         if not frames:  # no row at all: an empty relation of the right columns
             frames = [spark.createDataFrame(pa.Table.from_batches([], schema), schema=spark_schema)]
         union = frames[0]

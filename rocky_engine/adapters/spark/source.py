@@ -1,4 +1,4 @@
-"""Spark as a replication source: one SELECT streamed out as Arrow record batches (the copy seam's source side).
+"""Spark as a replication source: one SELECT streamed out as Arrow batches (the copy seam's source side).
 
 Spark Connect answers a query with a stream of Arrow batches; ``read_arrow`` hands them on as a
 ``pyarrow.RecordBatchReader`` as they arrive, so a copy out of Spark holds a few batches in memory, never the
@@ -27,14 +27,16 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def read_arrow(session: SparkConnectSession, sql: str, params: Sequence[Any]) -> Iterator[pa.RecordBatchReader]:
+def read_arrow(
+    session: SparkConnectSession, sql: str, params: Sequence[Any]
+) -> Iterator[pa.RecordBatchReader]:
     """The rows of one SELECT as a ``RecordBatchReader``, streamed (closed at the end of the block)."""
     import pyarrow as pa
 
     def start(spark: Any) -> tuple[pa.Schema, Iterator[Any], Any]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        df = spark.sql(sql, args=list(params) or None)
+        df = spark.sql(sql, args=_params(params))
         schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
         client = spark.client
         stream = client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations)
@@ -66,6 +68,15 @@ def read_arrow(session: SparkConnectSession, sql: str, params: Sequence[Any]) ->
         close = getattr(stream, "close", None)
         if callable(close):
             close()  # an abandoned stream releases its gRPC call now, not at garbage collection
+
+
+def _params(params: Sequence[Any]) -> list[Any] | None:
+    """Parameters as Spark binds them exactly: a naive datetime travels as its ISO text, because pyspark
+    would turn it into an instant of the client's local time zone (``time.mktime``)."""
+    import datetime as dt
+
+    out = [p.isoformat() if isinstance(p, dt.datetime) and p.tzinfo is None else p for p in params]
+    return out or None
 
 
 @contextmanager
