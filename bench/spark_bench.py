@@ -165,6 +165,44 @@ def run_direct(remote: str, plan_file: Path) -> int:
     return 0
 
 
+def run_ingest(remote: str, mode: str, rows: int, staging: Path) -> int:
+    """Land ``rows`` DuckDB rows on Spark through rocky's copy seam (``arrow`` or ``parquet``) with one CTAS;
+    print the seconds of the landing alone (connecting and importing excluded)."""
+    import time
+
+    import duckdb
+
+    from rocky_engine.adapters.spark import ingest
+    from rocky_engine.adapters.spark.connection import SparkConnection
+    from rocky_engine.adapters.spark.options import SparkConnectOptions
+
+    connection = SparkConnection.open(SparkConnectOptions(remote=remote, adapter="bench"))
+    try:
+        session = connection.session()
+        session.execute(f"DROP TABLE IF EXISTS {SOURCE_SCHEMA}.ingest_{mode}")
+        con = duckdb.connect()
+        rel: Any = con.sql(
+            "SELECT range AS id, 'name ' || range AS name, (range * 1.25)::DECIMAL(12,2) AS amount, "
+            "TIMESTAMP '2026-01-01' + to_seconds(range) AS ts, "
+            "TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_seconds(range) AS tz, "
+            f"CASE WHEN range % 7 = 0 THEN NULL ELSE range END AS maybe FROM range({rows})")
+        reader = rel.to_arrow_reader(50_000) if hasattr(rel, "to_arrow_reader") else rel.record_batch(50_000)
+        started = time.perf_counter()
+        with ingest.scan_arrow(session, f"__bench_{mode}", [reader],
+                               staging_dir=staging if mode == "parquet" else None) as relation:
+            session.execute(
+                f"CREATE TABLE {SOURCE_SCHEMA}.ingest_{mode} USING parquet AS SELECT * FROM {relation}")
+        seconds = time.perf_counter() - started
+        counted = session.query(f"SELECT count(*) FROM {SOURCE_SCHEMA}.ingest_{mode}")[0][0]
+        if counted != rows:
+            raise SystemExit(f"{mode}: {counted} rows landed of {rows}")
+        session.execute(f"DROP TABLE {SOURCE_SCHEMA}.ingest_{mode}")
+    finally:
+        connection.close()
+    print(json.dumps({"seconds": seconds}))
+    return 0
+
+
 # --------------------------------------------------------------------------- the measurement
 
 
@@ -177,6 +215,25 @@ def _counts(spark: Any, schema: str, dag: list[Model]) -> dict[str, int]:
     union = " UNION ALL ".join(
         f"SELECT '{m.name}' AS name, count(*) AS n FROM {schema}.{m.name}" for m in dag)
     return {str(r[0]): int(r[1]) for r in spark.sql(union).collect()}
+
+
+def _ingest_rounds(remote: str, args: argparse.Namespace, work: Path) -> dict[str, list[float]]:
+    """The two ways into Spark, interleaved, ``--rounds`` each: seconds of the landing itself."""
+    staging = work / "staging"
+    staging.mkdir(exist_ok=True)
+    out: dict[str, list[float]] = {"arrow": [], "parquet": []}
+    for rnd in range(args.rounds):
+        for mode in out:
+            argv = [str(PY), str(Path(__file__).resolve()), "ingest", remote, mode, str(args.ingest_rows),
+                    str(staging)]
+            sample = measure(argv, cwd=_ROOT, env=child_env(), stdout=work / "ingest.json",
+                             stderr=work / "ingest.err", config=mode, rnd=rnd)
+            if sample.returncode != 0:
+                tail = (work / "ingest.err").read_text(errors="replace")[-2000:]
+                raise SystemExit(f"the {mode} landing exited {sample.returncode}: {tail}")
+            out[mode].append(float(json.loads((work / "ingest.json").read_text())["seconds"]))
+            print(f"ingest round {rnd}: {mode} {out[mode][-1]:.2f} s", file=sys.stderr)
+    return out
 
 
 def _skip(args: argparse.Namespace, reason: str) -> int:
@@ -195,13 +252,22 @@ def main(argv: list[str] | None = None) -> int:
     direct = sub.add_parser("direct", help="(child) run plan.json's statements directly")
     direct.add_argument("remote")
     direct.add_argument("plan", type=Path)
+    landing = sub.add_parser("ingest", help="(child) land rows through the copy seam, timed")
+    landing.add_argument("remote")
+    landing.add_argument("mode", choices=("arrow", "parquet"))
+    landing.add_argument("rows", type=int)
+    landing.add_argument("staging", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--models", type=int, default=100)
     parser.add_argument("--work-dir", type=Path, default=BENCH_DIR / "work" / "spark")
+    parser.add_argument("--ingest-rows", type=int, default=1_000_000,
+                        help="rows landed per copy-seam figure (0: skip them)")
     parser.add_argument("--json", type=Path, help="also write the figures here (run_bench reads them)")
     args = parser.parse_args(argv)
     if args.command == "direct":
         return run_direct(args.remote, args.plan)
+    if args.command == "ingest":
+        return run_ingest(args.remote, args.mode, args.rows, args.staging)
 
     from tests.fixtures.spark_server import SparkUnavailable, remote_session, start_server
 
@@ -241,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 direct_s.append(d.wall_s)
                 print(f"round {rnd}: rocky {r.wall_s:.2f} s, direct {d.wall_s:.2f} s", file=sys.stderr)
             mine, theirs = _counts(spark, ROCKY_SCHEMA, dag), _counts(spark, DIRECT_SCHEMA, dag)
+            landed = _ingest_rounds(server.url, args, work) if args.ingest_rows else {}
         finally:
             spark.stop()
     finally:
@@ -263,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
             figure(f"rocky run: {args.models} models", rocky_s, "s"),
             figure(f"direct statements: {args.models} models", direct_s, "s"),
             figure("rocky run, CPU time of the rocky process (user + system)", rocky_cpu, "s"),
+            *(figure(f"replication into Spark, {args.ingest_rows:,} rows: {label}", landed[mode], "s",
+                     detail="DuckDB rows landed through the copy seam and written with one CTAS")
+              for mode, label in (("arrow", "Arrow upload"), ("parquet", "staged Parquet"))
+              if mode in landed),
         ],
     )
     print(write(args.json, result))
