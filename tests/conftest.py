@@ -8,5 +8,6 @@ pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.redis",
     "tests.fixtures.spark",
+    "tests.fixtures.spark_project",
     "tests.fixtures.fsync_spy",
 ]

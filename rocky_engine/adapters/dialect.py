@@ -135,6 +135,14 @@ class Dialect:
 
         return atomically(session, rebuild, f"full refresh of {q}")
 
+    def create_partitioned_as_select(
+        self, session: WarehouseSession, table: TableName, select: str, partition_by: Sequence[str], *,
+        exists_as: str | None = None,
+    ) -> int | None:
+        """The first build of a ``delete_insert`` target: ``create_or_replace_as_select``, laid out by
+        ``partition_by`` where the warehouse replaces partitions physically (Spark)."""
+        return self.create_or_replace_as_select(session, table, select, exists_as=exists_as)
+
     def create_or_replace_view(
         self, session: WarehouseSession, table: TableName, select: str, *, exists_as: str | None = None
     ) -> None:

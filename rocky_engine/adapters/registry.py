@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 PLUGINS: dict[str, str] = {
     "duckdb": "rocky_engine.adapters.duckdb.plugin",
     "postgres": "rocky_engine.adapters.postgres.plugin",
+    "spark": "rocky_engine.adapters.spark.plugin",
     "fivetran": "rocky_engine.adapters.fivetran.plugin",
 }
 

@@ -13,6 +13,7 @@ from rocky_engine.config.adapters import (
     FivetranAdapterConfig,
     PostgresAdapterConfig,
     RetryConfig,
+    SparkAdapterConfig,
 )
 from rocky_engine.config.checks import (
     Assertion,
@@ -101,6 +102,7 @@ __all__ = [
     "ScheduleRetry",
     "SchemaPattern",
     "SnapshotPipeline",
+    "SparkAdapterConfig",
     "StateConfig",
     "StateRetry",
     "TableRef",

@@ -1,7 +1,8 @@
-"""``[adapter.NAME]`` models: DuckDB and PostgreSQL warehouses, the Fivetran discovery adapter.
+"""``[adapter.NAME]`` models: DuckDB, PostgreSQL and Spark warehouses, the Fivetran discovery adapter.
 
-Secrets (``dsn``, ``password``, ``api_key``, ``api_secret``) are ``SecretStr`` so that a repr, a log line or a
-``model_dump_json`` never shows them; only the adapter itself asks for the real value (``conninfo()``).
+Secrets (``dsn``, ``password``, ``token``, ``api_key``, ``api_secret``) are ``SecretStr`` so that a repr, a
+log line or a ``model_dump_json`` never shows them; only the adapter itself asks for the real value
+(``conninfo()``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pydantic import Field, SecretStr, model_validator
 from rocky_engine.config.base import LenientModel
 
 #: Adapter types this engine implements, in the order error messages list them.
-ADAPTER_TYPES: tuple[str, ...] = ("duckdb", "postgres", "fivetran")
+ADAPTER_TYPES: tuple[str, ...] = ("duckdb", "postgres", "spark", "fivetran")
 #: Adapter types that are warehouses (a pipeline or connector can write to them).
-WAREHOUSE_TYPES: frozenset[str] = frozenset({"duckdb", "postgres"})
+WAREHOUSE_TYPES: frozenset[str] = frozenset({"duckdb", "postgres", "spark"})
 
 #: Types people bring from other Rocky deployments, with the reason this engine refuses them.
 REFUSED_ADAPTER_TYPES: dict[str, str] = {
@@ -119,6 +120,27 @@ class PostgresAdapterConfig(LenientModel):
         return "postgres"
 
 
+class SparkAdapterConfig(LenientModel):
+    """A Spark Connect endpoint: a local server, a cluster, or Databricks Connect (``remote`` + token +
+    cluster id). ``adapters/spark/options.py`` parses it; the token never leaves ``SecretStr`` but there."""
+
+    type: Literal["spark"] = "spark"
+    remote: str
+    token: SecretStr | None = None
+    cluster_id: str | None = None
+    #: reuse a server-side session (a UUID4); worker sessions always get fresh ones
+    session_id: str | None = None
+    #: extra gRPC headers sent on every call (``x-databricks-...``)
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: the catalog models land in; Spark's built-in one is ``spark_catalog`` (Databricks: ``main``...)
+    catalog: str = "spark_catalog"
+    #: the format the server creates tables in, declared so that ``rocky validate`` (which never
+    #: connects) knows the capability level; a run refuses a server that disagrees. None: not declared,
+    #: validate assumes Parquet (no MERGE)
+    table_format: str | None = None
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+
+
 class FivetranAdapterConfig(LenientModel):
     """The Fivetran REST API, used only to discover which connector schemas exist."""
 
@@ -132,12 +154,16 @@ class FivetranAdapterConfig(LenientModel):
 
 
 AdapterConfig = Annotated[
-    DuckDbAdapterConfig | PostgresAdapterConfig | FivetranAdapterConfig, Field(discriminator="type")
+    DuckDbAdapterConfig | PostgresAdapterConfig | SparkAdapterConfig | FivetranAdapterConfig,
+    Field(discriminator="type"),
 ]
 
-ADAPTER_CLASSES: dict[str, type[DuckDbAdapterConfig | PostgresAdapterConfig | FivetranAdapterConfig]] = {
+ADAPTER_CLASSES: dict[
+    str, type[DuckDbAdapterConfig | PostgresAdapterConfig | SparkAdapterConfig | FivetranAdapterConfig]
+] = {
     "duckdb": DuckDbAdapterConfig,
     "postgres": PostgresAdapterConfig,
+    "spark": SparkAdapterConfig,
     "fivetran": FivetranAdapterConfig,
 }
 

@@ -37,6 +37,10 @@ def materialize(
     if kind == "view":
         dialect.create_or_replace_view(session, target, select, exists_as=exists_as)
         return Materialized(rows=None)
+    if kind == "delete_insert" and exists_as != "table":
+        rows = dialect.create_partitioned_as_select(session, target, select, strategy.partition_by,
+                                                    exists_as=exists_as)
+        return Materialized(rows=rows)
     if kind == "full_refresh" or exists_as != "table":
         rows = dialect.create_or_replace_as_select(session, target, select, exists_as=exists_as)
         return Materialized(rows=rows, watermark=_watermark(session, dialect, strategy, target))
