@@ -129,22 +129,17 @@ def _apply_untransacted(
 ) -> int | None:
     """The same writes on a warehouse whose DDL cannot be rolled back (Spark), one statement each.
 
-    No transaction can hide a drop and a create, so a full copy is the dialect's one-statement replace
-    (``create_or_replace_as_select``: on Spark ``INSERT OVERWRITE`` into an existing table, CTAS for a new
-    one, ``CREATE OR REPLACE`` where the format has it); a failed statement leaves the previous table. A
-    drift rebuild changes column types, which only a new table can have: it is dropped first (where no
-    replace statement exists, readers see no table until the CTAS lands). An append is one ``INSERT``
-    after the drift ``ALTER``s (an added column survives a failed insert harmlessly: NULLs, and the next
-    run sees it there). A merge is delete then insert: a crash between them is healed by the next run,
-    which reads the same rows again (the watermark did not move).
+    No transaction can hide a drop and a create, so a full copy (a drift rebuild included: new column
+    types) is the dialect's replace (``create_or_replace_as_select``: on Spark CTAS for a new table, and
+    for an existing one ``CREATE OR REPLACE`` where the format has it, else a stage table swapped in by
+    renames), which never shows a half-written table under the target's name. An append is one
+    ``INSERT`` after the drift ``ALTER``s (an added column survives a failed insert harmlessly: NULLs, and
+    the next run sees it there). A merge is delete then insert: a crash between them is healed by the
+    next run, which reads the same rows again (the watermark did not move).
     """
     dialect = spec.dialect
     if spec.full:
         exists_as = "table" if spec.target_exists else None
-        rebuild = spec.target_exists and spec.drift is not None and spec.drift.rebuild
-        if rebuild and not dialect.capabilities.replace_table_statement:
-            dialect.drop_table(target, spec.target_rel)
-            exists_as = None
         return dialect.create_or_replace_as_select(target, spec.target, select, exists_as=exists_as)
     if spec.strategy == "merge" and not dialect.capabilities.merge:
         raise AdapterError(
