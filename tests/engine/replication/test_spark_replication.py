@@ -214,7 +214,8 @@ def test_spark_to_duckdb(spark_server: SparkServer, names: str, tmp_path: Path) 
     src = f"src{names}"
     _spark(spark_server, f"CREATE DATABASE {src}__lake")
     _spark(spark_server,
-           f"CREATE TABLE {src}__lake.events USING parquet AS SELECT id, CAST(id * 0.5 AS DECIMAL(10,2)) AS amount, "
+           f"CREATE TABLE {src}__lake.events USING parquet AS SELECT id, "
+           "CAST(id * 0.5 AS DECIMAL(10,2)) AS amount, "
            "CASE WHEN id % 3 = 0 THEN NULL ELSE concat('e', id) END AS label, "
            "timestamp_seconds(1767225600 + id) AS at, "
            "CAST(timestamp_seconds(1767225600 + id) AS TIMESTAMP_NTZ) AS ts FROM range(1500)")
@@ -236,8 +237,9 @@ def test_spark_to_duckdb(spark_server: SparkServer, names: str, tmp_path: Path) 
         assert rp.query('SELECT epoch("at"), ts FROM stg__lake.events WHERE id = 2') == [
             (1767225602.0, dt.datetime(2026, 1, 1, 0, 0, 2))]
 
-        _spark(spark_server, f"INSERT INTO {src}__lake.events SELECT id, 1, 'new', timestamp_seconds(1767225600 + id), "
-               f"CAST(timestamp_seconds(1767225600 + id) AS TIMESTAMP_NTZ) FROM range(2000, 2004)")
+        _spark(spark_server, f"INSERT INTO {src}__lake.events SELECT id, 1, 'new', "
+               "timestamp_seconds(1767225600 + id), "
+               "CAST(timestamp_seconds(1767225600 + id) AS TIMESTAMP_NTZ) FROM range(2000, 2004)")
         second = rp.run()
         assert second.status == "Success", second.errors
         assert second.materializations[0].rows_copied == 4
