@@ -124,7 +124,7 @@ def write_project(root: Path, remote: str, dag: list[Model]) -> Path:
 
 def statement(model: Model) -> str:
     """What rocky runs for a full-refresh model whose table does not exist yet."""
-    return f"CREATE TABLE {DIRECT_SCHEMA}.{model.name} USING parquet AS {model.sql(DIRECT_SCHEMA)}"
+    return f"CREATE TABLE {DIRECT_SCHEMA}.{model.name} AS {model.sql(DIRECT_SCHEMA)}"
 
 
 # --------------------------------------------------------------------------- the direct child

@@ -32,6 +32,7 @@ from rocky_engine.replication.copy_sql import (
     CopySpec,
     apply_drift,
     insert_columns,
+    merge_rows,
     merge_statements,
     read_watermark,
     select_list,
@@ -134,26 +135,19 @@ def _apply_untransacted(
     for an existing one ``CREATE OR REPLACE`` where the format has it, else a stage table swapped in by
     renames), which never shows a half-written table under the target's name. An append is one
     ``INSERT`` after the drift ``ALTER``s (an added column survives a failed insert harmlessly: NULLs, and
-    the next run sees it there). A merge is delete then insert: a crash between them is healed by the
-    next run, which reads the same rows again (the watermark did not move).
+    the next run sees it there). A merge is the dialect's one upsert of the newest arriving row per key
+    (``Dialect.merge``: ``MERGE INTO`` where the format has it; on Spark Parquet a rewrite of the whole
+    table through a stage, keeping the rows whose key does not arrive).
     """
     dialect = spec.dialect
     if spec.full:
         exists_as = "table" if spec.target_exists else None
         return dialect.create_or_replace_as_select(target, spec.target, select, exists_as=exists_as)
-    if spec.strategy == "merge" and not dialect.capabilities.merge:
-        raise AdapterError(
-            f"replication strategy merge needs row-level DELETE, which {dialect.name} tables of this "
-            f"warehouse do not have (target {spec.target_rel})",
-            failure_kind="query-rejected",
-            hint="use strategy incremental or full_refresh, or a table format with MERGE (Delta)",
-        )
     apply_drift(target, spec)
     if spec.strategy == "merge":
         items = ", ".join(_casted(dialect, c.name, casts) for c in spec.columns)
-        delete, insert = merge_statements(spec, f"(SELECT {items} FROM {stage})", None)
-        target.execute(delete)
-        return target.execute(insert)
+        rows = merge_rows(spec, f"(SELECT {items} FROM {stage})", None)
+        return dialect.merge(target, spec.target, rows, spec.merge_keys)
     return target.execute(f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) {select}")
 
 

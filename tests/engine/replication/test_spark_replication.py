@@ -26,7 +26,7 @@ SPARK_CATALOG = "spark_catalog"
 
 def _config(
     server: SparkServer, source: str, target: str, *, catalog: str, prefix: str, schema_template: str,
-    staging: Path | None = None, pg: PgDatabase | None = None,
+    staging: Path | None = None, pg: PgDatabase | None = None, extra: str = "",
 ) -> str:
     staging_line = f'staging_dir = "{staging}"' if staging is not None else ""
     pg_block = f'[adapter.pg]\ntype = "postgres"\ndsn = "{pg.conninfo}"\n' if pg is not None else ""
@@ -44,6 +44,7 @@ def _config(
         [pipeline.raw]
         type = "replication"
         timestamp_column = "ts"
+        {extra}
 
         [pipeline.raw.source]
         adapter = "{source}"
@@ -168,6 +169,30 @@ def test_a_failed_table_keeps_its_watermark(spark_server: SparkServer, names: st
         assert list(tmp_path.glob("rocky-stage-*")) == []  # staged Parquet removed, failure or not
     finally:
         _drop_schemas(spark_server, f"{stg}__a", f"{stg}__b")
+
+
+def test_merge_into_parquet_rewrites_keeping_unchanged_rows(
+    spark_server: SparkServer, names: str, tmp_path: Path
+) -> None:
+    src, stg = f"src{names}", f"stg{names}"
+    rp = ReplicationProject(tmp_path)
+    rp.write_config(_config(spark_server, "wh", "lake", catalog=SPARK_CATALOG, prefix=src,
+                            schema_template=f"{stg}__{{source}}",
+                            extra='strategy = "merge"\nmerge_keys = ["id"]'))
+    rp.source_table(f"{src}__m", "items", rows=5)
+    try:
+        assert rp.run().status == "Success"
+        # Two versions of id 1 arrive at once (the newer wins), id 3 changes, id 9 is new.
+        rp.sql(f"INSERT INTO {src}__m.items VALUES (1, 'old', TIMESTAMP '2026-01-02'), "
+               f"(1, 'new', TIMESTAMP '2026-01-03'), (3, 'changed', TIMESTAMP '2026-01-02'), "
+               f"(9, 'v9', TIMESTAMP '2026-01-02')")
+        second = rp.run()
+        assert second.status == "Success", second.errors
+        assert _spark(spark_server, f"SELECT id, v FROM {stg}__m.items ORDER BY id") == [
+            (0, "v0"), (1, "new"), (2, "v2"), (3, "changed"), (4, "v4"), (9, "v9")]
+        assert rp.watermark(f"{SPARK_CATALOG}.{stg}__m.items") == "2026-01-03T00:00:00"
+    finally:
+        _drop_schemas(spark_server, f"{stg}__m")
 
 
 @pytest.mark.services
