@@ -58,6 +58,15 @@ class Dialect:
         """One identifier, quoted so that any name (spaces, quotes, reserved words) is taken literally."""
         return quote_ident(identifier)
 
+    def cast_text(self, expr: str) -> str:
+        """``expr`` as text (a regex match on any column type)."""
+        return f"CAST({expr} AS VARCHAR)"
+
+    def regex_search(self, expr: str, pattern: str) -> str:
+        """Whether the text ``expr`` contains a match of the SQL literal ``pattern`` (a search, not a full
+        match: ``~`` on DuckDB and PostgreSQL)."""
+        return f"{expr} ~ {pattern}"
+
     # ------------------------------------------------------------------ types
 
     def parse_type(self, text: str) -> SqlType:

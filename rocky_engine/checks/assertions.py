@@ -13,7 +13,11 @@ Semantics worth knowing:
 - ``expression`` fails the rows where the expression is false (NULL passes, as in dbt).
 - ``not_in_future`` and ``older_than_n_days`` compare with the run's clock in UTC; naive timestamps are
   taken to be UTC. ``older_than_n_days`` fails rows older than ``days`` days (a retention rule).
-- ``regex_match`` is a search (``~``, same meaning on DuckDB and PostgreSQL); anchor with ``^...$``.
+- ``regex_match`` is a search (``~`` on DuckDB and PostgreSQL, ``RLIKE`` on Spark: the dialect's
+  ``regex_search``); anchor with ``^...$``.
+
+Identifiers and the few non-ANSI spellings go through the warehouse's dialect (backticks on Spark); a
+caller without one gets the ANSI dialect, which DuckDB and PostgreSQL speak.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from rocky_engine.adapters.base import WarehouseSession, quote_ident
+from rocky_engine.adapters.base import WarehouseSession
+from rocky_engine.adapters.dialect import Dialect
 from rocky_engine.checks.sql import plain_number, sibling, sql_literal, timestamp_literal
 from rocky_engine.config.checks import Assertion
 from rocky_engine.errors import AdapterError
@@ -57,12 +62,16 @@ def assertion_applies(assertion_table: str, table_parts: Sequence[str]) -> bool:
     return list(table_parts[len(table_parts) - len(wanted):]) == wanted
 
 
-def assertion_sql(assertion: Assertion, qualified: str, now: datetime) -> str:
-    """The one statement behind ``assertion`` on the table ``qualified``.
+_ANSI = Dialect()
+
+
+def assertion_sql(assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = _ANSI) -> str:
+    """The one statement behind ``assertion`` on the table ``qualified``, in ``dialect``.
 
     Row-level statements return the failing row count; table-level ones return the observed value.
     """
     a = assertion
+    quote_ident = dialect.quote
     where = f"({a.filter})" if a.filter else "TRUE"
     col = quote_ident(a.column) if a.column else ""
     kind = a.type
@@ -77,7 +86,7 @@ def assertion_sql(assertion: Assertion, qualified: str, now: datetime) -> str:
         values = ", ".join(sql_literal(v) for v in a.values or [])
         return _count(qualified, where, f"{col} IS NOT NULL AND {col} NOT IN ({values})")
     if kind == "relationships":
-        parent = sibling(qualified, a.to_table or "")
+        parent = sibling(qualified, a.to_table or "", dialect.quote)
         to_col = quote_ident(a.to_column or "")
         return (
             f"SELECT COUNT(*) FROM {qualified} AS child WHERE {where} AND child.{col} IS NOT NULL "
@@ -94,7 +103,8 @@ def assertion_sql(assertion: Assertion, qualified: str, now: datetime) -> str:
         return _count(qualified, where, f"{col} IS NOT NULL AND ({' OR '.join(bounds)})")
     if kind == "regex_match":
         pattern = sql_literal(a.pattern or "")
-        return _count(qualified, where, f"{col} IS NOT NULL AND NOT (CAST({col} AS VARCHAR) ~ {pattern})")
+        matches = dialect.regex_search(dialect.cast_text(col), pattern)
+        return _count(qualified, where, f"{col} IS NOT NULL AND NOT ({matches})")
     if kind == "not_in_future":
         return _count(qualified, where, f"{col} > {timestamp_literal(now)}")
     if kind == "older_than_n_days":
@@ -122,7 +132,7 @@ def _duplicates(qualified: str, where: str, cols: list[str], keep: str) -> str:
 
 
 def run_assertion(
-    session: WarehouseSession, assertion: Assertion, qualified: str, now: datetime
+    session: WarehouseSession, assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = _ANSI
 ) -> AssertionCheck:
     """Run one assertion; its typed check ``{name, passed, severity, kind, column?, failing_rows, ...}``."""
     a = assertion
@@ -134,7 +144,7 @@ def run_assertion(
     if a.filter:
         check.filter = a.filter
     try:
-        rows = session.query(assertion_sql(a, qualified, now))
+        rows = session.query(assertion_sql(a, qualified, now, dialect))
     except AdapterError as exc:
         check.error = exc.message
         return check
@@ -186,6 +196,7 @@ def run_assertions(
     assertions: Sequence[Assertion],
     qualified: str,
     now: datetime,
+    dialect: Dialect = _ANSI,
 ) -> list[AssertionCheck]:
     """Run every assertion in order (each contained: one failing never stops the next)."""
-    return [run_assertion(session, a, qualified, now) for a in assertions]
+    return [run_assertion(session, a, qualified, now, dialect) for a in assertions]

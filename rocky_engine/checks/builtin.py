@@ -7,6 +7,7 @@ statement the warehouse rejects fails the check with the warehouse's message in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from rocky_engine.adapters.base import WarehouseSession, quote_ident
@@ -78,12 +79,13 @@ def check_column_match(
 
 
 def check_freshness(
-    session: WarehouseSession, cfg: config.FreshnessCheck, qualified: str, column: str, now: datetime
+    session: WarehouseSession, cfg: config.FreshnessCheck, qualified: str, column: str, now: datetime,
+    quote: Callable[[str], str] = quote_ident,
 ) -> FreshnessCheck:
     """``now - MAX(column)`` is at most ``threshold_seconds``; an empty table is not fresh."""
     threshold = cfg.threshold_seconds
     try:
-        newest = scalar(session.query(f"SELECT MAX({quote_ident(column)}) FROM {qualified}"))
+        newest = scalar(session.query(f"SELECT MAX({quote(column)}) FROM {qualified}"))
     except AdapterError as exc:
         return FreshnessCheck(passed=False, severity=cfg.severity, threshold_seconds=threshold,
                               error=exc.message)
@@ -98,14 +100,15 @@ def check_freshness(
 
 
 def check_null_rate(
-    session: WarehouseSession, cfg: config.NullRateCheck, qualified: str
+    session: WarehouseSession, cfg: config.NullRateCheck, qualified: str,
+    quote: Callable[[str], str] = quote_ident,
 ) -> list[NullRateCheck]:
     """One check per column: the share of NULLs is at most ``threshold``.
 
     All columns are counted in one statement; when it fails (a missing column), each column is retried
     alone so the error lands on the column that caused it.
     """
-    counts = ", ".join(f"COUNT({quote_ident(c)})" for c in cfg.columns)
+    counts = ", ".join(f"COUNT({quote(c)})" for c in cfg.columns)
     try:
         rows = session.query(f"SELECT COUNT(*), {counts} FROM {qualified}")
         total, *present = (int(plain_number(v) or 0) for v in rows[0])
@@ -115,7 +118,7 @@ def check_null_rate(
     checks = []
     for column in cfg.columns:
         try:
-            row = session.query(f"SELECT COUNT(*), COUNT({quote_ident(column)}) FROM {qualified}")[0]
+            row = session.query(f"SELECT COUNT(*), COUNT({quote(column)}) FROM {qualified}")[0]
         except AdapterError as exc:
             checks.append(NullRateCheck(
                 passed=False, severity=cfg.severity, column=column, threshold=cfg.threshold, error=exc.message

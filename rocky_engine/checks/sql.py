@@ -6,6 +6,7 @@ placeholder would tie a check to one dialect, while an escaped literal runs on b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -30,21 +31,22 @@ def timestamp_literal(moment: datetime) -> str:
     return f"TIMESTAMP '{utc.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
-def split_qualified(qualified: str) -> list[str]:
-    """Split a (possibly quoted) dotted name into its parts: ``"a"."b""c".d`` -> ``[a, b"c, d]``."""
+def split_qualified(qualified: str, quote: str = '"') -> list[str]:
+    """Split a (possibly quoted) dotted name into its parts: ``"a"."b""c".d`` -> ``[a, b"c, d]``
+    (``quote``: the dialect's identifier quote, a backtick on Spark)."""
     parts: list[str] = []
     current: list[str] = []
     i = 0
     quoted_part = False
     while i < len(qualified):
         ch = qualified[i]
-        if ch == '"':
+        if ch == quote:
             quoted_part = True
             i += 1
             while i < len(qualified):
-                if qualified[i] == '"':
-                    if i + 1 < len(qualified) and qualified[i + 1] == '"':
-                        current.append('"')
+                if qualified[i] == quote:
+                    if i + 1 < len(qualified) and qualified[i + 1] == quote:
+                        current.append(quote)
                         i += 2
                         continue
                     break
@@ -61,21 +63,23 @@ def split_qualified(qualified: str) -> list[str]:
     return parts
 
 
-def join_qualified(parts: list[str]) -> str:
-    return ".".join(quote_ident(p) for p in parts)
+def join_qualified(parts: list[str], quote: Callable[[str], str] = quote_ident) -> str:
+    return ".".join(quote(p) for p in parts)
 
 
-def sibling(qualified: str, name: str) -> str:
+def sibling(qualified: str, name: str, quote: Callable[[str], str] = quote_ident) -> str:
     """Resolve ``name`` (``table``, ``schema.table`` or ``catalog.schema.table``) next to ``qualified``.
 
     The missing leading parts come from ``qualified``; a name with more parts than ``qualified`` (a
-    three-part name against PostgreSQL's two-part names) drops its catalog.
+    three-part name against PostgreSQL's two-part names) drops its catalog. ``quote`` is the dialect's
+    (``qualified`` is quoted with it; ``name`` is what a user wrote, in that dialect's quotes too).
     """
-    base = split_qualified(qualified)
-    wanted = split_qualified(name)
+    mark = quote("")[0]
+    base = split_qualified(qualified, mark)
+    wanted = split_qualified(name, mark)
     if len(wanted) >= len(base):
-        return join_qualified(wanted[len(wanted) - len(base):])
-    return join_qualified(base[: len(base) - len(wanted)] + wanted)
+        return join_qualified(wanted[len(wanted) - len(base):], quote)
+    return join_qualified(base[: len(base) - len(wanted)] + wanted, quote)
 
 
 def columns_of(session: WarehouseSession, qualified: str) -> list[str]:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from rocky_engine.adapters.base import WarehouseSession
+from rocky_engine.adapters.dialect import Dialect
 from rocky_engine.checks.anomaly import detect_anomaly
 from rocky_engine.checks.assertions import assertion_applies, run_assertions
 from rocky_engine.checks.builtin import (
@@ -47,6 +48,8 @@ class CheckTarget:
     timestamp_column: str | None
     #: target columns the pipeline adds itself (metadata columns), ignored by column_match
     ignore_columns: list[str] = field(default_factory=list)
+    #: the target warehouse's dialect (identifiers, regex); the ANSI one by default (DuckDB, PostgreSQL)
+    dialect: Dialect = field(default_factory=Dialect)
 
 
 @dataclass
@@ -115,13 +118,14 @@ def run_table_checks(
         own = (session, target.qualified)
         out.append(check_column_match(checks.column_match, own, source, target.ignore_columns))
     if checks.freshness is not None and target.timestamp_column:
-        out.append(check_freshness(session, checks.freshness, target.qualified, target.timestamp_column, now))
+        out.append(check_freshness(session, checks.freshness, target.qualified, target.timestamp_column, now,
+                                   target.dialect.quote))
     if checks.null_rate is not None:
-        out.extend(check_null_rate(session, checks.null_rate, target.qualified))
+        out.extend(check_null_rate(session, checks.null_rate, target.qualified, target.dialect.quote))
     for custom in checks.custom:
         out.append(check_custom(session, custom, target.qualified))
     parts = target.table_key.split(".")
     mine = [a for a in checks.assertions if assertion_applies(a.table, parts)]
     if mine:
-        out.extend(run_assertions(session, mine, target.qualified, now))
+        out.extend(run_assertions(session, mine, target.qualified, now, target.dialect))
     return outcome

@@ -22,7 +22,7 @@ from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.run import TableError
 
 if TYPE_CHECKING:
-    from rocky_engine.adapters.base import TableName, WarehouseSession
+    from rocky_engine.adapters.base import TableName, WarehouseAdapter
     from rocky_engine.run.context import RunContext
 
 
@@ -45,7 +45,7 @@ class CheckedModel:
 
 
 def run_model_checks(
-    ctx: RunContext, session: WarehouseSession, models: list[CheckedModel], out: RunOutput
+    ctx: RunContext, session: WarehouseAdapter, models: list[CheckedModel], out: RunOutput
 ) -> None:
     """Check ``models`` with the pipeline's ``[checks]`` and fold the results into ``out``.
 
@@ -85,6 +85,7 @@ def run_model_checks(
                 source_qualified=None,
                 source_session=None,
                 timestamp_column=item.timestamp_column,
+                dialect=session.dialect,
             ),
             baseline=baseline,
             now=ctx.clock(),

@@ -97,6 +97,12 @@ class SparkDialect(Dialect):
     def quote(self, identifier: str) -> str:
         return "`" + identifier.replace("`", "``") + "`"
 
+    def cast_text(self, expr: str) -> str:
+        return f"CAST({expr} AS STRING)"  # Spark's VARCHAR needs a length
+
+    def regex_search(self, expr: str, pattern: str) -> str:
+        return f"{expr} RLIKE {pattern}"  # a search, like ~
+
     def parse_type(self, text: str) -> SqlType:
         low = text.strip().lower()
         if low in _SPARK_TYPES:
