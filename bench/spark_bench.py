@@ -13,9 +13,11 @@ Each round, interleaved: both target schemas are dropped and created (untimed), 
 - rocky: a whole `rocky run --pipeline bench` process (`[execution] concurrency = 2`), spawn to reap;
 - direct: a whole `spark_bench.py direct` process, spawn to reap, which opens one pyspark Connect session
   and runs the same statements rocky runs for a model into a fresh schema (`CREATE TABLE <schema>.<model>
-  USING parquet AS <body>`), two in flight, each as soon as its parents are built.
+  AS <body>`), two in flight, each as soon as its parents are built.
 Both children import pyspark and connect, so the ratio is rocky's own overhead on top of the statements.
-Checked after the last round: every model has the same row count in both schemas.
+Checked after the last round: every model has the same row count in both schemas. Then, interleaved, the
+two ways replication lands rows in Spark (`--ingest-rows`, 1,000,000 by default): the Arrow upload and
+staged Parquet, each a child that times only the landing and one CTAS (information figures).
 
     .venv/bin/python bench/spark_bench.py [--rounds 3] [--models 100] [--work-dir DIR] [--json FILE]
 """

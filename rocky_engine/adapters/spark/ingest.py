@@ -12,8 +12,8 @@ statements then read it. Spark gets that relation one of two ways:
   the relation is ``parquet.`<dir>```; the directory is removed after the copy.
 
 Measured here (1M rows of six columns from DuckDB, CTAS from the relation; docs/adapters.md): Arrow upload
-12-13 s, staged Parquet 2.6-3.2 s. Staging wins where the filesystem is shared; Arrow works against any
-server, Databricks included, so it is the default.
+12-13 s, staged Parquet 2.6-3.2 s at load 2; 20 s against 7 s at load 6-11. Staging wins where the
+filesystem is shared; Arrow works against any server, Databricks included, so it is the default.
 
 Client memory stays at one chunk either way. Column types are kept exactly: the Spark schema of an upload is
 built from the Arrow schema with naive timestamps as ``TIMESTAMP_NTZ`` (pyspark would otherwise read them
