@@ -4,6 +4,7 @@ Parquet in a directory the server shares), a Spark SELECT out as streamed Arrow 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -73,17 +74,26 @@ def test_no_rows_still_has_the_columns(
     assert session.query(f"SELECT count(*) FROM {spark_schema}.e") == [(0,)]
 
 
-def test_a_select_streams_out_as_arrow(spark_connection: SparkConnection, spark_schema: str) -> None:
+def test_a_select_streams_out_as_arrow(
+    spark_connection: SparkConnection, spark_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = spark_connection.session()
     with ingest.scan_arrow(session, "__rocky_stage_s", _readers(10), staging_dir=None) as rel:
         session.execute(f"CREATE TABLE {spark_schema}.s USING parquet AS SELECT * FROM {rel}")
-    # A naive datetime parameter compares as wall-clock time, whatever the client's time zone.
+    # A naive datetime parameter compares as wall-clock time, whatever the client's time zone (pyspark
+    # alone would read it as local time: here 5 hours off).
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
     sql = (f"SELECT id, ts, tz, amount, maybe FROM {spark_schema}.s WHERE ts > CAST(? AS TIMESTAMP_NTZ) "
            "ORDER BY id")
-    with source.read_arrow(session, sql, [dt.datetime(2026, 1, 1, 0, 0, 7)]) as reader:
-        assert [str(f.type) for f in reader.schema] == [
-            "int64", "timestamp[us]", "timestamp[us, tz=UTC]", "decimal128(12, 2)", "int32"]
-        table = reader.read_all()
+    try:
+        with source.read_arrow(session, sql, [dt.datetime(2026, 1, 1, 0, 0, 7)]) as reader:
+            assert [str(f.type) for f in reader.schema] == [
+                "int64", "timestamp[us]", "timestamp[us, tz=UTC]", "decimal128(12, 2)", "int32"]
+            table = reader.read_all()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     assert table.column("id").to_pylist() == [8, 9]
     assert table.column("maybe").to_pylist() == [8, None]
     assert table.column("tz").to_pylist()[0] == dt.datetime(2026, 1, 1, 8, tzinfo=UTC)
