@@ -27,9 +27,10 @@ SCRIPTS = {
     "server": "server_bench.py",
     "replication-peers": "replication_peers_bench.py",
     "dag": "dag_bench.py",
+    "spark": "spark_bench.py",
 }
 #: the scripts that take --rounds (server_bench counts requests instead)
-TAKES_ROUNDS = ("dagster", "dagster-run", "tick", "connector", "replication-peers", "dag")
+TAKES_ROUNDS = ("dagster", "dagster-run", "tick", "connector", "replication-peers", "dag", "spark")
 _OPS = {"<=": float.__le__, "<": float.__lt__, ">=": float.__ge__, ">": float.__gt__}
 
 

@@ -138,6 +138,9 @@ class SparkAdapterConfig(LenientModel):
     #: connects) knows the capability level; a run refuses a server that disagrees. None: not declared,
     #: validate assumes Parquet (no MERGE)
     table_format: str | None = None
+    #: a directory the engine and the Spark server both see at this path: replication into Spark stages
+    #: Parquet there instead of uploading Arrow (docs/adapters.md). None: Arrow through the connection
+    staging_dir: Path | None = None
     retry: RetryConfig = Field(default_factory=RetryConfig)
 
 

@@ -32,6 +32,7 @@ from rocky_engine.replication.copy_sql import (
     CopySpec,
     apply_drift,
     insert_columns,
+    merge_rows,
     merge_statements,
     read_watermark,
     select_list,
@@ -77,6 +78,10 @@ def copy_across(source: WarehouseSession, target: WarehouseSession, spec: CopySp
                 readers = stack.enter_context(source.read_arrow_ranges(statements, arrow_columns))
             relation = stack.enter_context(target.scan_arrow(stage, stage_columns, readers, once=once))
             rows_copied = _apply(target, spec, relation)
+            if rows_copied is None and spec.strategy != "merge":
+                # A warehouse that reports no row counts (Spark): every arriving row was written.
+                counted = target.query(f"SELECT count(*) FROM {relation}")
+                rows_copied = int(counted[0][0]) if counted else None
     except AdapterError:
         raise
     except Exception as exc:  # a driver error raised while one side consumed the other's stream
@@ -100,6 +105,8 @@ def _statements(
 def _apply(target: WarehouseSession, spec: CopySpec, stage: str) -> int | None:
     casts = {c.name: spec.target_types[c.name] for c in spec.columns}
     select = f"SELECT {select_list(spec, casts)} FROM {stage}"
+    if not spec.dialect.capabilities.transactional_ddl:
+        return _apply_untransacted(target, spec, stage, select, casts)
     with target.transaction():
         if spec.full:
             spec.dialect.drop_table(target, spec.target_rel)
@@ -116,6 +123,32 @@ def _apply(target: WarehouseSession, spec: CopySpec, stage: str) -> int | None:
             target.execute(delete)
             return target.execute(insert)
         return target.execute(f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) {select}")
+
+
+def _apply_untransacted(
+    target: WarehouseSession, spec: CopySpec, stage: str, select: str, casts: dict[str, str]
+) -> int | None:
+    """The same writes on a warehouse whose DDL cannot be rolled back (Spark), one statement each.
+
+    No transaction can hide a drop and a create, so a full copy (a drift rebuild included: new column
+    types) is the dialect's replace (``create_or_replace_as_select``: on Spark CTAS for a new table, and
+    for an existing one ``CREATE OR REPLACE`` where the format has it, else a stage table swapped in by
+    renames), which never shows a half-written table under the target's name. An append is one
+    ``INSERT`` after the drift ``ALTER``s (an added column survives a failed insert harmlessly: NULLs, and
+    the next run sees it there). A merge is the dialect's one upsert of the newest arriving row per key
+    (``Dialect.merge``: ``MERGE INTO`` where the format has it; on Spark Parquet a rewrite of the whole
+    table through a stage, keeping the rows whose key does not arrive).
+    """
+    dialect = spec.dialect
+    if spec.full:
+        exists_as = "table" if spec.target_exists else None
+        return dialect.create_or_replace_as_select(target, spec.target, select, exists_as=exists_as)
+    apply_drift(target, spec)
+    if spec.strategy == "merge":
+        items = ", ".join(_casted(dialect, c.name, casts) for c in spec.columns)
+        rows = merge_rows(spec, f"(SELECT {items} FROM {stage})", None)
+        return dialect.merge(target, spec.target, rows, spec.merge_keys)
+    return target.execute(f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) {select}")
 
 
 def _casted(dialect: Dialect, name: str, casts: dict[str, str]) -> str:

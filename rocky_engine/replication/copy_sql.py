@@ -176,6 +176,15 @@ def merge_statements(spec: CopySpec, source_rel: str, since: str | None) -> tupl
         f"DELETE FROM {spec.target_rel} AS t WHERE EXISTS (SELECT 1 FROM {source_rel} AS s "
         f"WHERE {match}{newer})"
     )
+    insert = f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) {merge_rows(spec, source_rel, since)}"
+    return delete, insert
+
+
+def merge_rows(spec: CopySpec, source_rel: str, since: str | None) -> str:
+    """The SELECT of the rows a merge from ``source_rel`` writes: the newest arriving row per key (every
+    arriving row without a timestamp column), in the target's columns, metadata included."""
+    keys = [spec.dialect.quote(k) for k in spec.merge_keys]
+    ts = spec.dialect.quote(spec.ts) if spec.ts else None
     where = f" WHERE {ts} > {since}" if ts and since else ""
     arriving = f"SELECT * FROM {source_rel}{where}"
     if ts:
@@ -184,11 +193,7 @@ def merge_statements(spec: CopySpec, source_rel: str, since: str | None) -> tupl
             f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY {', '.join(keys)} ORDER BY {ts} DESC) "
             f"AS __rocky_rn FROM {source_rel}{where}) AS a WHERE __rocky_rn = 1"
         )
-    insert = (
-        f"INSERT INTO {spec.target_rel} ({insert_columns(spec)}) SELECT {select_list(spec)} "
-        f"FROM ({arriving}) AS s"
-    )
-    return delete, insert
+    return f"SELECT {select_list(spec)} FROM ({arriving}) AS s"
 
 
 def tracks_watermark(spec: CopySpec) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocky_engine.adapters.base import CatalogTable, Column, Maintenance, Relation, TableColumns
@@ -37,8 +38,10 @@ _MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "NO_SUCH_", "NOT_FOUN
 class SparkSession:
     """One worker's Spark Connect session behind the ``WarehouseSession`` protocol."""
 
-    def __init__(self, inner: SparkConnectSession) -> None:
+    def __init__(self, inner: SparkConnectSession, staging_dir: Path | None = None) -> None:
         self.inner = inner
+        #: where replication stages Parquet the server reads (None: Arrow upload; ``spark.ingest``)
+        self.staging_dir = staging_dir
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> int | None:
         self.inner.execute(sql, params)
@@ -55,20 +58,23 @@ class SparkSession:
     def read_arrow(
         self, sql: str, params: Sequence[Any], columns: Sequence[tuple[str, SqlType]]
     ) -> Any:
-        # sparkrepl: Spark as a replication source (Arrow out of query_arrow / toArrow batches).
-        raise _not_yet("reading rows out as Arrow")
+        from rocky_engine.adapters.spark import source  # sparkrepl: Spark's own Arrow stream, streamed
+
+        return source.read_arrow(self.inner, sql, params)
 
     def read_arrow_ranges(
         self, statements: Sequence[tuple[str, Sequence[Any]]], columns: Sequence[tuple[str, SqlType]]
     ) -> Any:
-        # sparkrepl: parallel range reads out of Spark.
-        raise _not_yet("reading rows out as Arrow")
+        from rocky_engine.adapters.spark import source  # sparkrepl
+
+        return source.read_arrow_ranges(self.inner, statements)
 
     def scan_arrow(
         self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
     ) -> Any:
-        # sparkrepl: Arrow batches into Spark (createDataFrame through ``inner.run``, or staged Parquet).
-        raise _not_yet("loading Arrow batches")
+        from rocky_engine.adapters.spark import ingest  # sparkrepl: Arrow upload, or staged Parquet
+
+        return ingest.scan_arrow(self.inner, name, readers, staging_dir=self.staging_dir)
 
     def interrupt(self) -> None:
         self.inner.interrupt()
@@ -87,8 +93,11 @@ class SparkAdapter(SparkSession):
     type = "spark"
     default_schema = "default"
 
-    def __init__(self, name: str, connection: SparkConnection, catalog: str, caps: SparkCapabilities) -> None:
-        super().__init__(connection.main)
+    def __init__(
+        self, name: str, connection: SparkConnection, catalog: str, caps: SparkCapabilities,
+        staging_dir: Path | None = None,
+    ) -> None:
+        super().__init__(connection.main, staging_dir)
         self.name = name
         self.connection = connection
         self.catalog = catalog
@@ -98,7 +107,8 @@ class SparkAdapter(SparkSession):
 
     @classmethod
     def connect(
-        cls, name: str, options: SparkConnectOptions, catalog: str, *, expected_format: str | None = None
+        cls, name: str, options: SparkConnectOptions, catalog: str, *, expected_format: str | None = None,
+        staging_dir: Path | None = None,
     ) -> SparkAdapter:
         """Open, probe the capability level, and check it against a declared ``table_format``.
 
@@ -119,10 +129,10 @@ class SparkAdapter(SparkSession):
         except BaseException:
             connection.close()
             raise
-        return cls(name, connection, catalog, caps)
+        return cls(name, connection, catalog, caps, staging_dir)
 
     def session(self) -> SparkSession:
-        return SparkSession(self.connection.session())
+        return SparkSession(self.connection.session(), self.staging_dir)
 
     def maintenance(self) -> Maintenance | None:
         return None
@@ -209,10 +219,3 @@ class SparkAdapter(SparkSession):
 def _missing(exc: SparkAdapterError) -> bool:
     return exc.failure_kind == "not-found" or any(m in (exc.error_class or "") for m in _MISSING)
 
-
-def _not_yet(what: str) -> AdapterError:
-    return AdapterError(
-        f"the Spark adapter does not support {what} yet",
-        failure_kind="query-rejected",
-        hint="replicate into Spark from DuckDB or PostgreSQL once the Spark copy seam lands",
-    )

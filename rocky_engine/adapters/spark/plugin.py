@@ -48,7 +48,11 @@ class SparkPlugin(AdapterPlugin):
         from rocky_engine.adapters.spark.adapter import SparkAdapter
 
         cfg = _config(config, name)
-        return SparkAdapter.connect(name, options(cfg, name), cfg.catalog, expected_format=cfg.table_format)
+        staging = cfg.staging_dir.expanduser() if cfg.staging_dir is not None else None
+        if staging is not None and not staging.is_absolute():
+            staging = config.root / staging  # sparkrepl: relative to the project, like a DuckDB path
+        return SparkAdapter.connect(name, options(cfg, name), cfg.catalog, expected_format=cfg.table_format,
+                                    staging_dir=staging)
 
     def same_database(self, config: RockyConfig, first: str, second: str) -> bool:
         a, b = _config(config, first), _config(config, second)

@@ -105,6 +105,11 @@ class SparkConnectSession:
     # --- lifecycle -----------------------------------------------------------------------------
 
     @property
+    def endpoint(self) -> Endpoint:
+        """The server this session talks to (for classifying errors raised outside ``run``)."""
+        return self._endpoint
+
+    @property
     def busy(self) -> bool:
         with self._lock:
             return self._busy > 0
