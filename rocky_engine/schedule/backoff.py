@@ -38,6 +38,22 @@ class Backoff:
     resume_at: datetime
 
 
+def earned_backoff(
+    last_outcome: str | None, consecutive_failures: int, last_attempt_at: datetime | None
+) -> Backoff | None:
+    """The backoff the last attempt earned, whatever the time: it is in force until ``resume_at``.
+
+    Apart from :func:`active_backoff` so that a reader that keeps a rendering (the server's schedule
+    document) knows the instants at which the throttle it shows appears or lapses."""
+    if last_attempt_at is None:
+        return None
+    if last_outcome == "partial":
+        return Backoff("partial_backoff", last_attempt_at + PARTIAL_DELAY)
+    if last_outcome == "failure" and consecutive_failures > 0:
+        return Backoff("failure_backoff", last_attempt_at + failure_delay(consecutive_failures))
+    return None
+
+
 def active_backoff(
     last_outcome: str | None,
     consecutive_failures: int,
@@ -45,12 +61,5 @@ def active_backoff(
     now: datetime,
 ) -> Backoff | None:
     """The backoff in force at ``now``, or None when after/freshness demand may run."""
-    if last_attempt_at is None:
-        return None
-    if last_outcome == "partial":
-        resume = last_attempt_at + PARTIAL_DELAY
-        return Backoff("partial_backoff", resume) if now < resume else None
-    if last_outcome == "failure" and consecutive_failures > 0:
-        resume = last_attempt_at + failure_delay(consecutive_failures)
-        return Backoff("failure_backoff", resume) if now < resume else None
-    return None
+    earned = earned_backoff(last_outcome, consecutive_failures, last_attempt_at)
+    return earned if earned is not None and now < earned.resume_at else None

@@ -144,12 +144,24 @@ def freshness_budget(project: Project, plan: PipelinePlan) -> int | None:
     Raises:
         RockyError: the pipeline's models cannot be loaded.
     """
-    if plan.pipeline_type == "transformation":
+    if budget_reads_models(plan):
         models = project.load_models(plan.name)
         lags = [m.max_lag_seconds for m in models.models.values() if m.max_lag_seconds is not None]
         if lags:
             return min(lags)
     return project.config.freshness.expected_lag_seconds
+
+
+def budget_reads_models(plan: PipelinePlan) -> bool:
+    """Does :func:`freshness_budget` read the pipeline's model files (so that its answer, unlike the rest
+    of the plan, can change while rocky.toml does not)."""
+    return plan.pipeline_type == "transformation"
+
+
+def resolution_reads_files(pp: PipelinePlan) -> bool:
+    """Can :func:`resolve_schedule` of ``pp`` answer differently for the same plan (it reads the model
+    files for a freshness budget)? When False its answer holds for as long as the plan does."""
+    return pp.config_error is None and pp.freshness and budget_reads_models(pp)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from rocky_engine.server.gate import MutationGate
 from rocky_engine.server.jobs import JobManager
 from rocky_engine.server.metrics import Metrics
 from rocky_engine.server.ratelimit import TokenBucket
+from rocky_engine.server.schedule_cache import PipelinesCache
 from rocky_engine.server.settings import TOKEN_ENV, WEBHOOK_SECRET_ENV, ServerSettings
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.store import StateStore
@@ -159,6 +160,8 @@ class ServerContext:
     read_permit: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(1))
     wall: Callable[[], float] = time.time
     last_tick: TickStatus = field(default_factory=TickStatus)
+    #: the schedule document's pipelines, rendered again only when they changed
+    schedule_cache: PipelinesCache = field(default_factory=PipelinesCache)
     address: str = ""
 
     @contextlib.contextmanager

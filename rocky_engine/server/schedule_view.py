@@ -14,50 +14,73 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from rocky_engine.errors import ConfigError, StateError
+from rocky_engine.output import redacted_document_text
 from rocky_engine.schedule.control import spool_listing
 from rocky_engine.schedule.spool import SpoolError
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
-from rocky_engine.schedule.view import schedule_status
+from rocky_engine.schedule.view import submitted_claims, tick_lock_status
 from rocky_engine.server.context import ServerContext
-from rocky_engine.server.responses import error_response, json_response
+from rocky_engine.server.responses import error_response, json_response, json_text_response
+from rocky_engine.server.schedule_cache import PipelinesRendering
 from rocky_engine.state._time import now_utc, rfc3339
-from rocky_engine.wire.schedule import ScheduleDocument, ScheduleStatus, ServerScheduler, TickLockStatus
+from rocky_engine.wire.schedule import ScheduleDocument, ServerScheduler, SubmittedClaim, TickLockStatus
 from rocky_engine.wire.spool import SpoolResult
 
+#: the top-level ``pipelines`` key of the document written with no entries (two spaces: the top level; a
+#: nested key is indented further and a JSON string holds no raw newline, so this is found only there)
+_EMPTY_PIPELINES = '\n  "pipelines": []'
 
-def schedule_document(ctx: ServerContext) -> ScheduleDocument:
-    """The ``/api/v1/schedule`` document.
+
+def schedule_document_text(ctx: ServerContext) -> str:
+    """The ``/api/v1/schedule`` document as JSON text, exactly as ``document_text`` would write it.
+
+    The pipelines array comes from the context's :class:`PipelinesCache` (rendered again only when it
+    changed); the rest (``now``, the tick lock, the claims, the server's scheduler) is made per request and
+    the array is set into its place.
 
     Raises:
         StateError: the state store cannot be read.
     """
     project = ctx.projects.current()
     now = now_utc()
+    pipelines: PipelinesRendering | None = None
+    claims: list[SubmittedClaim] = []
+    config_error: str | None = None
     try:
         project, plan = ctx.projects.plan()
         with ctx.read_store() as store:
-            status = schedule_status(project, store, now, plan)
+            lock = tick_lock_status(project, now)
+            pipelines = ctx.schedule_cache.pipelines(project, plan, store, now)
+            claims = submitted_claims(store)
     except ConfigError as exc:
         # An `after` cycle: no pipeline can be resolved, but the lock and the failure are still worth a read.
-        lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
-        status = ScheduleStatus(tick_lock=TickLockStatus(state=lock.state), config_error=str(exc))
+        lock = TickLockStatus(state=inspect_tick_lock(project.dot_rocky, wall=now.timestamp).state)
+        config_error = str(exc)
     scheduler = ServerScheduler(resident=ctx.settings.scheduler)
     if ctx.settings.scheduler:
         scheduler.poll_interval_seconds = ctx.settings.poll_interval_seconds
         scheduler.last_tick = ctx.last_tick.wire(ctx.wall())
-    return ScheduleDocument(
-        now=rfc3339(now), tick_lock=status.tick_lock, pipelines=status.pipelines, claims=status.claims,
-        config_error=ctx.projects.config_error or status.config_error, scheduler=scheduler,
+    doc = ScheduleDocument(
+        now=rfc3339(now), tick_lock=lock, claims=claims,
+        config_error=ctx.projects.config_error or config_error, scheduler=scheduler,
     )
+    text = redacted_document_text(doc)
+    if pipelines is None or not pipelines.entries:
+        return text
+    if _EMPTY_PIPELINES in text:
+        return text.replace(_EMPTY_PIPELINES, '\n  "pipelines": ' + pipelines.text, 1)
+    # a secret piece matched the key itself: write the whole document the ordinary way
+    doc.pipelines = pipelines.entries
+    return redacted_document_text(doc)
 
 
 async def get_schedule(request: Request) -> Response:
     ctx: ServerContext = request.app.state.ctx
     try:
-        doc = await run_in_threadpool(schedule_document, ctx)
+        text = await run_in_threadpool(schedule_document_text, ctx)
     except StateError as exc:
         return error_response(503, "state_unavailable", str(exc))
-    return json_response(doc)
+    return json_text_response(text)
 
 
 async def get_spool(request: Request) -> Response:

@@ -11,7 +11,10 @@ from datetime import UTC, datetime
 
 def utc(value: datetime) -> datetime:
     """``value`` in UTC; a naive datetime is taken to be UTC already (the engine's clock is UTC)."""
-    if value.tzinfo is None:
+    tz = value.tzinfo
+    if tz is UTC:  # the common case (every stored timestamp parses to it): no new object
+        return value
+    if tz is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
