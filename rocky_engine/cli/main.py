@@ -98,12 +98,13 @@ _FREEZE_AT_EXIT = frozenset(COMMANDS)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command and exit with its code."""
-    # Rocky uses no pydantic plugins, and discovering them scans the metadata of every installed
-    # distribution (~10-30 ms per process, more in a large environment) before the first model is built:
-    # a real share of a quiet `rocky tick` run every minute. Only the entry point sets this (not
-    # run_cli, which tests and embedders call in-process); a value the user set wins. Children (`rocky
-    # run` from tick, hook commands) inherit it like the rest of the environment.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # Rocky uses no pydantic plugins: their discovery (and the import behind it) is a real share of a quiet
+    # `rocky tick` every minute and of `rocky validate`. Only the entry point switches it off (not run_cli,
+    # which tests and embedders call in-process); a value the user set wins. Children (`rocky run` from
+    # tick, hook commands) inherit the variable like the rest of the environment.
+    from rocky_engine.cli.pydantic_plugins import disable_plugins
+
+    disable_plugins(os.environ)
     code, command = _dispatch(argv)
     if command in _FREEZE_AT_EXIT:
         _skip_exit_collection()
