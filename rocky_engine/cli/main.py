@@ -98,13 +98,7 @@ _FREEZE_AT_EXIT = frozenset(COMMANDS)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command and exit with its code."""
-    # Rocky uses no pydantic plugins, and discovering them scans the metadata of every installed
-    # distribution (~10-30 ms per process, more in a large environment) before the first model is built:
-    # a real share of a quiet `rocky tick` run every minute. Only the entry point sets this (not
-    # run_cli, which tests and embedders call in-process); a value the user set wins. Children (`rocky
-    # run` from tick, hook commands) inherit it like the rest of the environment.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    code, command = _dispatch(argv)
+    code, command = _dispatch(argv, entry_point=True)
     if command in _FREEZE_AT_EXIT:
         _skip_exit_collection()
     sys.exit(code)
@@ -128,11 +122,20 @@ def _skip_exit_collection() -> None:
     gc.freeze()
 
 
-def _dispatch(argv: Sequence[str] | None) -> tuple[int, str]:
+def _dispatch(argv: Sequence[str] | None, *, entry_point: bool = False) -> tuple[int, str]:
     """(exit code, command name) of one command run in this process."""
     _sigterm_as_interrupt()
     parser, modules = build_parser()
     args = parser.parse_args(argv)
+    if entry_point:
+        # Rocky uses no pydantic plugins: their discovery (and the import behind it) is a real share of a
+        # quiet `rocky tick` every minute and of `rocky validate`. Only the entry point switches it off (not
+        # run_cli, which tests and embedders call in-process), once the arguments parse (`--help` never
+        # loads pydantic); a value the user set wins. Children (`rocky run` from tick, hook commands)
+        # inherit the variable like the rest of the environment.
+        from rocky_engine.cli.pydantic_plugins import disable_plugins
+
+        disable_plugins(os.environ)
     # Imported only once the arguments parse: `rocky --help` and usage errors never load pydantic
     # (rocky_engine.output) or logging.
     from rocky_engine import logs
