@@ -39,9 +39,12 @@ from dagster_rocky.types import (
     TableError,
 )
 from rocky_engine.wire.metadata import (
+    DRIFT,
     ROWS_COPIED,
+    anomaly_metadata,
     check_metadata,
     dagster_severity,
+    drift_entry,
     materialization_metadata,
     row_counts_after_run,
 )
@@ -94,7 +97,6 @@ class _Ledger:
 
     materialized: set[dg.AssetKey] = field(default_factory=set)
     checks: set[dg.AssetCheckKey] = field(default_factory=set)
-    observed_drift: set[tuple[dg.AssetKey, str]] = field(default_factory=set)
     failed: dict[dg.AssetKey, FailedAsset] = field(default_factory=dict)
     #: drift seen before the asset's materialization: added to its metadata
     pending_drift: dict[dg.AssetKey, list[dict[str, Any]]] = field(default_factory=dict)
@@ -228,18 +230,11 @@ class RockyRunStream:
                 description=check.detail,
             )
         elif event.event == "drift" and event.drift is not None:
-            yield self._drift(key, event)
+            if key not in ledger.materialized:
+                ledger.pending_drift.setdefault(key, []).append(drift_entry(event.drift))
+            yield observation(key, event)
         elif event.event == "anomaly" and event.anomaly is not None:
-            anomaly = event.anomaly
-            metadata = {
-                "current_count": anomaly.current_count,
-                "baseline_avg": anomaly.baseline_avg,
-                "deviation_pct": anomaly.deviation_pct,
-                "reason": anomaly.reason,
-            }
-            yield dg.AssetObservation(
-                asset_key=key, description=f"row count anomaly: {anomaly.reason}", metadata=metadata
-            )
+            yield observation(key, event)
             check_key = dg.AssetCheckKey(key, ANOMALY_CHECK)
             if check_key not in ledger.checks and self._routing.check_allowed(check_key):
                 ledger.checks.add(check_key)
@@ -248,30 +243,9 @@ class RockyRunStream:
                     check_name=ANOMALY_CHECK,
                     passed=False,
                     severity=dg.AssetCheckSeverity.WARN,  # advisory: an anomaly never fails a run
-                    metadata=metadata,
-                    description=anomaly.reason or None,
+                    metadata=anomaly_metadata(event.anomaly),
+                    description=event.anomaly.reason or None,
                 )
-
-    def _drift(self, key: dg.AssetKey, event: RunEvent) -> dg.AssetObservation:
-        """A drift action as an observation; also kept for the asset's materialization metadata."""
-        assert event.drift is not None
-        drift = event.drift
-        self._ledger.observed_drift.add((key, drift.action))
-        if key not in self._ledger.materialized:
-            self._ledger.pending_drift.setdefault(key, []).append(
-                {"action": drift.action, "reason": drift.reason, "columns": drift.columns}
-            )
-        because = f" ({drift.reason})" if drift.reason else ""
-        return dg.AssetObservation(
-            asset_key=key,
-            description=f"schema drift: {drift.action}{because}",
-            metadata={
-                "rocky/drift_action": drift.action,
-                "rocky/drift_reason": drift.reason,
-                "rocky/drift_columns": dg.MetadataValue.json(drift.columns),
-                "rocky/run_id": event.run_id,
-            },
-        )
 
     def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -289,7 +263,7 @@ class RockyRunStream:
             meta[ROWS_COPIED] = meta["rows_copied"] = event.rows_copied
         drift = self._ledger.pending_drift.pop(key, None)
         if drift:
-            meta["rocky/drift"] = dg.MetadataValue.json(drift)
+            meta[DRIFT] = dg.MetadataValue.json(drift)
         return meta
 
     def _from_document(self, result: RunResult) -> Iterator[DagsterEvent]:
@@ -324,6 +298,29 @@ class RockyRunStream:
                     continue
                 ledger.checks.add(check_key)
                 yield check_result(check_key, check)
+
+
+def observation(key: dg.AssetKey, event: RunEvent) -> dg.AssetObservation:
+    """A drift or anomaly event as Dagster's observation of ``key`` (streaming and Pipes alike)."""
+    if event.drift is not None:
+        drift = event.drift
+        because = f" ({drift.reason})" if drift.reason else ""
+        return dg.AssetObservation(
+            asset_key=key,
+            description=f"schema drift: {drift.action}{because}",
+            metadata={
+                "rocky/drift_action": drift.action,
+                "rocky/drift_reason": drift.reason,
+                "rocky/drift_columns": dg.MetadataValue.json(drift.columns),
+                "rocky/run_id": event.run_id,
+            },
+        )
+    assert event.anomaly is not None, "an observation is a drift or an anomaly event"
+    return dg.AssetObservation(
+        asset_key=key,
+        description=f"row count anomaly: {event.anomaly.reason}",
+        metadata=anomaly_metadata(event.anomaly),
+    )
 
 
 def _failed(key: dg.AssetKey, err: TableError) -> FailedAsset:

@@ -335,12 +335,13 @@ class ReplicationRunner:
                 )
             )
             name, asset_key = f"{plan.target_schema}.{plan.table}", list(plan.asset_key)
-            ctx.stream.materialized("table", name, out.materializations[-1], copied.row_count)
+            # drift was handled before the copy: its events come first, so the materialization carries it
             if item.drift is not None:
                 for step in item.drift.steps:
                     out.drift.actions_taken.append(DriftAction(asset_key=asset_key, table=plan.key,
                                                                action=step.action, reason=step.reason))
                     ctx.stream.drift("table", name, asset_key, step.action, step.reason, list(step.columns))
+            ctx.stream.materialized("table", name, out.materializations[-1], copied.row_count)
             if copied.checks is not None:
                 out.check_results.append(copied.checks.result)
                 out.anomalies.extend(copied.checks.anomalies)

@@ -7,14 +7,31 @@ metadata whichever way it was materialized. Pure functions over the wire models:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from rocky_engine.wire.checks import CheckResult, RowCountCheck, TableCheckResult
+from rocky_engine.wire.events import EventAnomaly, EventDrift
 from rocky_engine.wire.run import MaterializationInfo
 
 #: the rows this run wrote; ``dagster/row_count`` is the table's row count after the run
 ROWS_COPIED = "rocky/rows_copied"
+#: the schema-drift actions the run took on the asset, on its materialization
+DRIFT = "rocky/drift"
+#: the name of the anomaly detector's check (the engine's kind ``anomaly``)
+ANOMALY_CHECK = "row_count_anomaly"
+
+_INVALID_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def dagster_check_name(name: str, kind: str | None = None) -> str:
+    """The Dagster check name of the engine's check ``name`` of ``kind``: Dagster names must match
+    ``^[A-Za-z0-9_]+$``, so every other character becomes ``_`` (``not_null:id`` is ``not_null_id``).
+    Here, because the engine's Pipes reporter and ``dagster_rocky``'s specs must agree on it."""
+    if kind == "anomaly":
+        return ANOMALY_CHECK
+    return _INVALID_NAME.sub("_", name) or "check"
 
 
 def materialization_metadata(
@@ -60,3 +77,18 @@ def check_metadata(check: CheckResult) -> dict[str, Any]:
 def dagster_severity(check: CheckResult) -> str:
     """``WARN`` or ``ERROR``: the Dagster severity of a check (anything but a warning is an error)."""
     return "WARN" if check.severity.lower().startswith("warn") else "ERROR"
+
+
+def drift_entry(drift: EventDrift) -> dict[str, Any]:
+    """One drift action as an item of a materialization's ``rocky/drift``."""
+    return {"action": drift.action, "reason": drift.reason, "columns": list(drift.columns)}
+
+
+def anomaly_metadata(anomaly: EventAnomaly) -> dict[str, Any]:
+    """An anomaly's counts: the metadata of its observation and of its ``row_count_anomaly`` result."""
+    return {
+        "current_count": anomaly.current_count,
+        "baseline_avg": anomaly.baseline_avg,
+        "deviation_pct": anomaly.deviation_pct,
+        "reason": anomaly.reason,
+    }
