@@ -10,10 +10,10 @@ When the process exits, the JSON document on stdout is the authority: what it re
 Rules: one materialization per key, one result per check key, nothing for a key the step did not select
 or a check it did not declare, no result for a check the run did not evaluate, and no materialization for
 a key that failed. ``dagster/row_count`` is the row count of the target after the run (the event's
-``row_count``); the rows this run wrote are ``rocky/rows_copied``. An event's materialization carries
-what the run measured plus the facts ``rocky dag`` knows (target table, strategy); the watermark and the
-column count are in the run document only, so they appear when the document is the source (an engine
-without events).
+``row_count``); the rows this run wrote are ``rocky/rows_copied``. A ``materialized`` event carries the
+document's materialization (strategy, watermark, target, column count ...), so an event's
+materialization and the document's have the same metadata (one builder, ``materialization_metadata``),
+over the facts ``rocky dag`` knows before the run.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from dagster_rocky.types import (
     CheckResult,
     DagNode,
     MaterializationInfo,
+    MaterializationMetadata,
     RunEvent,
     RunResult,
     TableError,
 )
 from rocky_engine.wire.metadata import (
     DRIFT,
-    ROWS_COPIED,
+    FINISHED_AT,
     anomaly_metadata,
     check_metadata,
     dagster_severity,
@@ -136,8 +137,11 @@ class RockyRunStream:
         finish: Callable[[_process.CliOutcome], RunResult],
         routing: EventRouting,
         log_line: Callable[[str], None] | None = None,
+        pipeline: str | None = None,
     ) -> None:
         self._lines = lines
+        #: the run's pipeline (``rocky/pipeline``): as asked for, else as the events name it
+        self._pipeline = pipeline
         self._finish = finish
         self._routing = routing
         self._log_line = log_line
@@ -197,6 +201,7 @@ class RockyRunStream:
         yield from self._from_document(self._result)
 
     def _from_event(self, event: RunEvent) -> Iterator[DagsterEvent]:
+        self._pipeline = self._pipeline or event.pipeline
         key = self._routing.key(event.asset_key)
         if key is None:
             return
@@ -248,19 +253,23 @@ class RockyRunStream:
                 )
 
     def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            **((self._routing.facts or {}).get(key) or {}),
-            "rocky/run_id": event.run_id,
-            "rocky/pipeline": event.pipeline,
-            # when the engine finished the asset (the event's time), next to when Dagster recorded it
-            "rocky/finished_at": dg.MetadataValue.timestamp(event.ts),
-        }
-        if event.duration_ms is not None:
-            meta["dagster/duration_ms"] = meta["duration_ms"] = event.duration_ms
-        if event.row_count is not None:
-            meta["dagster/row_count"] = event.row_count
-        if event.rows_copied is not None:
-            meta[ROWS_COPIED] = meta["rows_copied"] = event.rows_copied
+        # the event carries what the document's materialization does: one builder for both
+        mat = MaterializationInfo.model_construct(
+            asset_key=event.asset_key, duration_ms=event.duration_ms or 0, rows_copied=event.rows_copied,
+            started_at=event.started_at, metadata=event.metadata or MaterializationMetadata(),
+        )
+        built = materialization_metadata(
+            mat, event.run_id, event.row_count, pipeline=event.pipeline, finished_at=event.ts
+        )
+        return self._dagster_metadata(key, built)
+
+    def _dagster_metadata(self, key: dg.AssetKey, built: dict[str, Any]) -> dict[str, Any]:
+        """The builder's metadata over the key's facts, as Dagster values."""
+        facts = (self._routing.facts or {}).get(key)
+        meta: dict[str, Any] = {**facts, **built} if facts else built
+        finished = meta.get(FINISHED_AT)
+        if finished is not None:
+            meta[FINISHED_AT] = dg.MetadataValue.timestamp(finished)
         drift = self._ledger.pending_drift.pop(key, None)
         if drift:
             meta[DRIFT] = dg.MetadataValue.json(drift)
@@ -283,10 +292,10 @@ class RockyRunStream:
             if key in ledger.materialized:
                 continue
             ledger.materialized.add(key)
-            yield dg.MaterializeResult(
-                asset_key=key,
-                metadata=materialization_metadata(mat, result.run_id, counts.get(tuple(mat.asset_key))),
+            built = materialization_metadata(
+                mat, result.run_id, counts.get(tuple(mat.asset_key)), pipeline=self._pipeline
             )
+            yield dg.MaterializeResult(asset_key=key, metadata=self._dagster_metadata(key, built))
         for table in result.check_results:
             key = self._routing.key(table.asset_key)
             if key is None or key in ledger.failed:

@@ -54,11 +54,13 @@ class RunEventStream:
         if not self.active:
             return
         if self._pipes is not None:
-            self._pipes.materialization(mat, self.run_id, row_count)
+            self._pipes.materialization(mat, self.run_id, row_count, pipeline=self.pipeline,
+                                        finished_at=datetime.now(UTC))
         rows = f", {mat.rows_copied} row(s) written" if mat.rows_copied is not None else ""
         self._emit(f"{kind} {name} materialized in {mat.duration_ms} ms{rows}", event="materialized",
                    kind=kind, name=name, asset_key=mat.asset_key, duration_ms=mat.duration_ms,
-                   rows_copied=mat.rows_copied, row_count=row_count)
+                   rows_copied=mat.rows_copied, row_count=row_count, started_at=mat.started_at,
+                   metadata=mat.metadata)
 
     def failed(self, kind: str, name: str, asset_key: list[str], error: str, duration_ms: int | None) -> None:
         if self.active:

@@ -21,6 +21,7 @@ import atexit
 import os
 import threading
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from rocky_engine.logs import get_logger
@@ -30,6 +31,7 @@ from rocky_engine.wire.events import EVENTS_TARGET, RunEvent
 from rocky_engine.wire.metadata import (
     ANOMALY_CHECK,
     DRIFT,
+    FINISHED_AT,
     anomaly_metadata,
     check_metadata,
     dagster_check_name,
@@ -67,13 +69,16 @@ class PipesReporter:
         self.count = 0
         self._lock = threading.Lock()
 
-    def materialization(self, mat: MaterializationInfo, run_id: str | None,
-                        row_count: int | None = None) -> None:
+    def materialization(self, mat: MaterializationInfo, run_id: str | None, row_count: int | None = None,
+                        *, pipeline: str | None = None, finished_at: datetime | None = None) -> None:
         key = _key(mat.asset_key)
         with self._lock:
             if key not in self.in_scope or key in self.sent_assets:
                 return
-            metadata = materialization_metadata(mat, run_id, row_count)
+            metadata: dict[str, Any] = materialization_metadata(mat, run_id, row_count, pipeline=pipeline,
+                                                                finished_at=finished_at)
+            if FINISHED_AT in metadata:
+                metadata[FINISHED_AT] = {"raw_value": metadata[FINISHED_AT], "type": "timestamp"}
             drift = self.pending_drift.pop(key, None)
             if drift:
                 metadata[DRIFT] = drift

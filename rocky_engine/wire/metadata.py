@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from rocky_engine.wire.checks import CheckResult, RowCountCheck, TableCheckResult
@@ -19,6 +20,8 @@ from rocky_engine.wire.run import MaterializationInfo
 ROWS_COPIED = "rocky/rows_copied"
 #: the schema-drift actions the run took on the asset, on its materialization
 DRIFT = "rocky/drift"
+#: when the engine finished the asset (epoch seconds; a Dagster timestamp), next to when Dagster recorded it
+FINISHED_AT = "rocky/finished_at"
 #: the name of the anomaly detector's check (the engine's kind ``anomaly``)
 ANOMALY_CHECK = "row_count_anomaly"
 
@@ -35,11 +38,13 @@ def dagster_check_name(name: str, kind: str | None = None) -> str:
 
 
 def materialization_metadata(
-    mat: MaterializationInfo, run_id: str | None = None, row_count: int | None = None
+    mat: MaterializationInfo, run_id: str | None = None, row_count: int | None = None, *,
+    pipeline: str | None = None, finished_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The metadata of one materialization (Dagster's own ``dagster/*`` keys included); empty facts are
     left out. ``dagster/row_count`` is ``row_count``, the target's rows after the run, only when it was
-    counted: the rows copied (0 after a no-op incremental run) are ``rocky/rows_copied``."""
+    counted: the rows copied (0 after a no-op incremental run) are ``rocky/rows_copied``.
+    ``rocky/finished_at`` is ``finished_at`` (an event's time), else ``started_at`` plus the duration."""
     meta: dict[str, Any] = {
         "dagster/duration_ms": mat.duration_ms,
         "duration_ms": mat.duration_ms,
@@ -53,9 +58,23 @@ def materialization_metadata(
         "sql_hash": mat.metadata.sql_hash,
         "column_count": mat.metadata.column_count,
         "started_at": mat.started_at,
+        FINISHED_AT: _finished_at(mat, finished_at),
         "rocky/run_id": run_id,
+        "rocky/pipeline": pipeline,
     }
     return {k: v for k, v in meta.items() if v not in ("", None)}
+
+
+def _finished_at(mat: MaterializationInfo, finished_at: datetime | None) -> float | None:
+    if finished_at is not None:
+        return finished_at.timestamp()
+    if not mat.started_at:
+        return None
+    try:
+        started = datetime.fromisoformat(mat.started_at)
+    except ValueError:
+        return None
+    return (started + timedelta(milliseconds=mat.duration_ms)).timestamp()
 
 
 def row_counts_after_run(check_results: Iterable[TableCheckResult]) -> dict[tuple[str, ...], int]:
