@@ -5,6 +5,11 @@ partially successful run (exit 2) already reported. This runs the engine under t
 other command, inside ``open_pipes_session``, and keeps the engine's JSON result next to the reported
 events. The engine side (``rocky_engine.run.pipes_report``) reports only the selected assets and the check
 keys passed in the extras, so Dagster never receives an event it did not ask for.
+
+Pipes has no observation message: the engine sends each drift action and anomaly as a custom message
+holding the ``rocky.events`` event, and ``get_results`` turns it into the ``AssetObservation`` the
+streaming path yields for it (``streaming.observation``); the anomaly's ``row_count_anomaly`` check
+result and the materialization's ``rocky/drift`` metadata come from the engine as ordinary Pipes reports.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from pydantic import ValidationError
 
 from dagster_rocky.resource import ExecutionContext, parse_outcome, step_log_forwarder, trigger_env
-from dagster_rocky.types import RunResult
+from dagster_rocky.streaming import observation
+from dagster_rocky.types import EVENTS_TARGET, RunEvent, RunResult
 
 if TYPE_CHECKING:
     from dagster_rocky.resource import RockyResource
@@ -34,9 +41,30 @@ class RockyPipesInvocation(dg.PipesClientCompletedInvocation):
         )
         self.run_result = run_result
 
-    def get_results(self, *, implicit_materializations: bool = False) -> Sequence[dg.PipesExecutionResult]:
-        """Reported results; no implicit materializations by default, so a failed table stays failed."""
-        return super().get_results(implicit_materializations=implicit_materializations)
+    # The override widens the element type: a step may yield observations, and `yield from
+    # invocation.get_results()` is how a Pipes step hands everything to Dagster.
+    def get_results(  # type: ignore[override]
+        self, *, implicit_materializations: bool = False
+    ) -> Sequence[dg.PipesExecutionResult | dg.AssetObservation]:
+        """Reported results, after an observation per drift action and anomaly the engine sent; no
+        implicit materializations by default, so a failed table stays failed."""
+        results = super().get_results(implicit_materializations=implicit_materializations)
+        return [*self.get_observations(), *results]
+
+    def get_observations(self) -> list[dg.AssetObservation]:
+        """The engine's drift and anomaly events (Pipes custom messages) as Dagster observations."""
+        observations = []
+        for payload in self._session.get_custom_messages():
+            doc = payload.get(EVENTS_TARGET) if isinstance(payload, dict) else None
+            if not isinstance(doc, dict):
+                continue  # a custom message of the user's own (extras, a wrapper script)
+            try:
+                event = RunEvent.model_validate(doc)
+            except ValidationError:
+                continue  # an event this version cannot read
+            if event.asset_key and (event.drift is not None or event.anomaly is not None):
+                observations.append(observation(dg.AssetKey(event.asset_key), event))
+        return observations
 
 
 def _check_keys(context: ExecutionContext) -> list[list[Any]]:

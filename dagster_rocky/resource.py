@@ -153,6 +153,7 @@ class RockyResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             ),
             routing=routing if routing is not None else default_routing(context),
             log_line=step_log_forwarder(context),
+            pipeline=options.get("pipeline"),
         )
 
     def run_pipes(

@@ -10,10 +10,10 @@ When the process exits, the JSON document on stdout is the authority: what it re
 Rules: one materialization per key, one result per check key, nothing for a key the step did not select
 or a check it did not declare, no result for a check the run did not evaluate, and no materialization for
 a key that failed. ``dagster/row_count`` is the row count of the target after the run (the event's
-``row_count``); the rows this run wrote are ``rocky/rows_copied``. An event's materialization carries
-what the run measured plus the facts ``rocky dag`` knows (target table, strategy); the watermark and the
-column count are in the run document only, so they appear when the document is the source (an engine
-without events).
+``row_count``); the rows this run wrote are ``rocky/rows_copied``. A ``materialized`` event carries the
+document's materialization (strategy, watermark, target, column count ...), so an event's
+materialization and the document's have the same metadata (one builder, ``materialization_metadata``),
+over the facts ``rocky dag`` knows before the run.
 """
 
 from __future__ import annotations
@@ -34,14 +34,18 @@ from dagster_rocky.types import (
     CheckResult,
     DagNode,
     MaterializationInfo,
+    MaterializationMetadata,
     RunEvent,
     RunResult,
     TableError,
 )
 from rocky_engine.wire.metadata import (
-    ROWS_COPIED,
+    DRIFT,
+    FINISHED_AT,
+    anomaly_metadata,
     check_metadata,
     dagster_severity,
+    drift_entry,
     materialization_metadata,
     row_counts_after_run,
 )
@@ -94,7 +98,6 @@ class _Ledger:
 
     materialized: set[dg.AssetKey] = field(default_factory=set)
     checks: set[dg.AssetCheckKey] = field(default_factory=set)
-    observed_drift: set[tuple[dg.AssetKey, str]] = field(default_factory=set)
     failed: dict[dg.AssetKey, FailedAsset] = field(default_factory=dict)
     #: drift seen before the asset's materialization: added to its metadata
     pending_drift: dict[dg.AssetKey, list[dict[str, Any]]] = field(default_factory=dict)
@@ -134,8 +137,11 @@ class RockyRunStream:
         finish: Callable[[_process.CliOutcome], RunResult],
         routing: EventRouting,
         log_line: Callable[[str], None] | None = None,
+        pipeline: str | None = None,
     ) -> None:
         self._lines = lines
+        #: the run's pipeline (``rocky/pipeline``): as asked for, else as the events name it
+        self._pipeline = pipeline
         self._finish = finish
         self._routing = routing
         self._log_line = log_line
@@ -195,6 +201,7 @@ class RockyRunStream:
         yield from self._from_document(self._result)
 
     def _from_event(self, event: RunEvent) -> Iterator[DagsterEvent]:
+        self._pipeline = self._pipeline or event.pipeline
         key = self._routing.key(event.asset_key)
         if key is None:
             return
@@ -228,18 +235,11 @@ class RockyRunStream:
                 description=check.detail,
             )
         elif event.event == "drift" and event.drift is not None:
-            yield self._drift(key, event)
+            if key not in ledger.materialized:
+                ledger.pending_drift.setdefault(key, []).append(drift_entry(event.drift))
+            yield observation(key, event)
         elif event.event == "anomaly" and event.anomaly is not None:
-            anomaly = event.anomaly
-            metadata = {
-                "current_count": anomaly.current_count,
-                "baseline_avg": anomaly.baseline_avg,
-                "deviation_pct": anomaly.deviation_pct,
-                "reason": anomaly.reason,
-            }
-            yield dg.AssetObservation(
-                asset_key=key, description=f"row count anomaly: {anomaly.reason}", metadata=metadata
-            )
+            yield observation(key, event)
             check_key = dg.AssetCheckKey(key, ANOMALY_CHECK)
             if check_key not in ledger.checks and self._routing.check_allowed(check_key):
                 ledger.checks.add(check_key)
@@ -248,48 +248,31 @@ class RockyRunStream:
                     check_name=ANOMALY_CHECK,
                     passed=False,
                     severity=dg.AssetCheckSeverity.WARN,  # advisory: an anomaly never fails a run
-                    metadata=metadata,
-                    description=anomaly.reason or None,
+                    metadata=anomaly_metadata(event.anomaly),
+                    description=event.anomaly.reason or None,
                 )
 
-    def _drift(self, key: dg.AssetKey, event: RunEvent) -> dg.AssetObservation:
-        """A drift action as an observation; also kept for the asset's materialization metadata."""
-        assert event.drift is not None
-        drift = event.drift
-        self._ledger.observed_drift.add((key, drift.action))
-        if key not in self._ledger.materialized:
-            self._ledger.pending_drift.setdefault(key, []).append(
-                {"action": drift.action, "reason": drift.reason, "columns": drift.columns}
-            )
-        because = f" ({drift.reason})" if drift.reason else ""
-        return dg.AssetObservation(
-            asset_key=key,
-            description=f"schema drift: {drift.action}{because}",
-            metadata={
-                "rocky/drift_action": drift.action,
-                "rocky/drift_reason": drift.reason,
-                "rocky/drift_columns": dg.MetadataValue.json(drift.columns),
-                "rocky/run_id": event.run_id,
-            },
-        )
-
     def _event_metadata(self, key: dg.AssetKey, event: RunEvent) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            **((self._routing.facts or {}).get(key) or {}),
-            "rocky/run_id": event.run_id,
-            "rocky/pipeline": event.pipeline,
-            # when the engine finished the asset (the event's time), next to when Dagster recorded it
-            "rocky/finished_at": dg.MetadataValue.timestamp(event.ts),
-        }
-        if event.duration_ms is not None:
-            meta["dagster/duration_ms"] = meta["duration_ms"] = event.duration_ms
-        if event.row_count is not None:
-            meta["dagster/row_count"] = event.row_count
-        if event.rows_copied is not None:
-            meta[ROWS_COPIED] = meta["rows_copied"] = event.rows_copied
+        # the event carries what the document's materialization does: one builder for both
+        mat = MaterializationInfo.model_construct(
+            asset_key=event.asset_key, duration_ms=event.duration_ms or 0, rows_copied=event.rows_copied,
+            started_at=event.started_at, metadata=event.metadata or MaterializationMetadata(),
+        )
+        built = materialization_metadata(
+            mat, event.run_id, event.row_count, pipeline=event.pipeline, finished_at=event.ts
+        )
+        return self._dagster_metadata(key, built)
+
+    def _dagster_metadata(self, key: dg.AssetKey, built: dict[str, Any]) -> dict[str, Any]:
+        """The builder's metadata over the key's facts, as Dagster values."""
+        facts = (self._routing.facts or {}).get(key)
+        meta: dict[str, Any] = {**facts, **built} if facts else built
+        finished = meta.get(FINISHED_AT)
+        if finished is not None:
+            meta[FINISHED_AT] = dg.MetadataValue.timestamp(finished)
         drift = self._ledger.pending_drift.pop(key, None)
         if drift:
-            meta["rocky/drift"] = dg.MetadataValue.json(drift)
+            meta[DRIFT] = dg.MetadataValue.json(drift)
         return meta
 
     def _from_document(self, result: RunResult) -> Iterator[DagsterEvent]:
@@ -309,10 +292,10 @@ class RockyRunStream:
             if key in ledger.materialized:
                 continue
             ledger.materialized.add(key)
-            yield dg.MaterializeResult(
-                asset_key=key,
-                metadata=materialization_metadata(mat, result.run_id, counts.get(tuple(mat.asset_key))),
+            built = materialization_metadata(
+                mat, result.run_id, counts.get(tuple(mat.asset_key)), pipeline=self._pipeline
             )
+            yield dg.MaterializeResult(asset_key=key, metadata=self._dagster_metadata(key, built))
         for table in result.check_results:
             key = self._routing.key(table.asset_key)
             if key is None or key in ledger.failed:
@@ -324,6 +307,29 @@ class RockyRunStream:
                     continue
                 ledger.checks.add(check_key)
                 yield check_result(check_key, check)
+
+
+def observation(key: dg.AssetKey, event: RunEvent) -> dg.AssetObservation:
+    """A drift or anomaly event as Dagster's observation of ``key`` (streaming and Pipes alike)."""
+    if event.drift is not None:
+        drift = event.drift
+        because = f" ({drift.reason})" if drift.reason else ""
+        return dg.AssetObservation(
+            asset_key=key,
+            description=f"schema drift: {drift.action}{because}",
+            metadata={
+                "rocky/drift_action": drift.action,
+                "rocky/drift_reason": drift.reason,
+                "rocky/drift_columns": dg.MetadataValue.json(drift.columns),
+                "rocky/run_id": event.run_id,
+            },
+        )
+    assert event.anomaly is not None, "an observation is a drift or an anomaly event"
+    return dg.AssetObservation(
+        asset_key=key,
+        description=f"row count anomaly: {event.anomaly.reason}",
+        metadata=anomaly_metadata(event.anomaly),
+    )
 
 
 def _failed(key: dg.AssetKey, err: TableError) -> FailedAsset:

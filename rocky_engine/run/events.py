@@ -54,11 +54,13 @@ class RunEventStream:
         if not self.active:
             return
         if self._pipes is not None:
-            self._pipes.materialization(mat, self.run_id, row_count)
+            self._pipes.materialization(mat, self.run_id, row_count, pipeline=self.pipeline,
+                                        finished_at=datetime.now(UTC))
         rows = f", {mat.rows_copied} row(s) written" if mat.rows_copied is not None else ""
         self._emit(f"{kind} {name} materialized in {mat.duration_ms} ms{rows}", event="materialized",
                    kind=kind, name=name, asset_key=mat.asset_key, duration_ms=mat.duration_ms,
-                   rows_copied=mat.rows_copied, row_count=row_count)
+                   rows_copied=mat.rows_copied, row_count=row_count, started_at=mat.started_at,
+                   metadata=mat.metadata)
 
     def failed(self, kind: str, name: str, asset_key: list[str], error: str, duration_ms: int | None) -> None:
         if self.active:
@@ -78,24 +80,38 @@ class RunEventStream:
 
     def drift(self, kind: str, name: str, asset_key: list[str], action: str, reason: str,
               columns: list[str]) -> None:
-        if self.active:
-            self._emit(f"drift on {kind} {name}: {action} ({reason})", event="drift", kind=kind, name=name,
-                       asset_key=asset_key, drift=EventDrift(action=action, reason=reason, columns=columns))
+        if not self.active:
+            return
+        event = self._event(f"drift on {kind} {name}: {action} ({reason})", event="drift", kind=kind,
+                            name=name, asset_key=asset_key,
+                            drift=EventDrift(action=action, reason=reason, columns=columns))
+        if self._pipes is not None:
+            self._pipes.observation(event)
+        self._write(event)
 
     def anomaly(self, kind: str, name: str, asset_key: list[str], anomaly: AnomalyInfo) -> None:
-        if self.active:
-            self._emit(f"anomaly on {kind} {name}: {anomaly.reason}", event="anomaly", kind=kind, name=name,
-                       asset_key=asset_key, anomaly=EventAnomaly(
-                           current_count=anomaly.current_count, baseline_avg=anomaly.baseline_avg,
-                           deviation_pct=anomaly.deviation_pct, reason=anomaly.reason))
+        if not self.active:
+            return
+        event = self._event(f"anomaly on {kind} {name}: {anomaly.reason}", event="anomaly", kind=kind,
+                            name=name, asset_key=asset_key, anomaly=EventAnomaly(
+                                current_count=anomaly.current_count, baseline_avg=anomaly.baseline_avg,
+                                deviation_pct=anomaly.deviation_pct, reason=anomaly.reason))
+        if self._pipes is not None:
+            self._pipes.observation(event)
+        self._write(event)
+
+    def _event(self, message: str, **fields: Any) -> RunEvent:
+        return RunEvent(ts=datetime.now(UTC), message=message, pipeline=self.pipeline, run_id=self.run_id,
+                        **fields)
+
+    def _write(self, event: RunEvent) -> None:
+        if self._lines:
+            doc = {k: v for k, v in event.wire().items() if k not in _LINE_KEYS}
+            self._log.info(event.message, extra={"fields": doc})
 
     def _emit(self, message: str, **fields: Any) -> None:
-        if not self._lines:
-            return
-        event = RunEvent(ts=datetime.now(UTC), message=message, pipeline=self.pipeline, run_id=self.run_id,
-                         **fields)
-        doc = {k: v for k, v in event.wire().items() if k not in _LINE_KEYS}
-        self._log.info(message, extra={"fields": doc})
+        if self._lines:
+            self._write(self._event(message, **fields))
 
 
 def event_check(check: CheckResult) -> EventCheck:

@@ -1,6 +1,12 @@
-"""Report a run to Dagster Pipes when the engine was launched under a Pipes session: each materialization
-and check as it happens (``run.events`` calls the session's reporter), and at the end whatever was not
-streamed.
+"""Report a run to Dagster Pipes when the engine was launched under a Pipes session: each materialization,
+check, drift action and anomaly as it happens (``run.events`` calls the session's reporter), and at the end
+whatever was not streamed.
+
+Pipes has messages for materializations and check results only. A drift action or an anomaly goes as a
+custom message whose payload is the event itself (``{"rocky.events": <RunEvent>}``), which
+``dagster_rocky``'s invocation turns into the same ``AssetObservation`` the streaming path yields; an
+anomaly also reports the ``row_count_anomaly`` check (failed, ``WARN``) when it is declared, and a drift
+action joins its asset's materialization metadata (``rocky/drift``), as on the streaming path.
 
 Only active when ``DAGSTER_PIPES_CONTEXT`` is in the environment; ``dagster_pipes`` is imported lazily then,
 so the engine never depends on Dagster otherwise. Dagster rejects events for assets or checks it did not
@@ -15,14 +21,22 @@ import atexit
 import os
 import threading
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from rocky_engine.logs import get_logger
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.checks import CheckResult
+from rocky_engine.wire.events import EVENTS_TARGET, RunEvent
 from rocky_engine.wire.metadata import (
+    ANOMALY_CHECK,
+    DRIFT,
+    FINISHED_AT,
+    anomaly_metadata,
     check_metadata,
+    dagster_check_name,
     dagster_severity,
+    drift_entry,
     materialization_metadata,
     row_counts_after_run,
 )
@@ -50,31 +64,62 @@ class PipesReporter:
         self.wanted_checks = _wanted_checks(pipes.extras)
         self.sent_assets: set[str] = set()
         self.sent_checks: set[tuple[str, str]] = set()
+        #: drift actions on an asset not materialized yet: they join its materialization's metadata
+        self.pending_drift: dict[str, list[dict[str, Any]]] = {}
         self.count = 0
         self._lock = threading.Lock()
 
-    def materialization(self, mat: MaterializationInfo, run_id: str | None,
-                        row_count: int | None = None) -> None:
+    def materialization(self, mat: MaterializationInfo, run_id: str | None, row_count: int | None = None,
+                        *, pipeline: str | None = None, finished_at: datetime | None = None) -> None:
         key = _key(mat.asset_key)
         with self._lock:
             if key not in self.in_scope or key in self.sent_assets:
                 return
-            metadata = materialization_metadata(mat, run_id, row_count)
+            metadata: dict[str, Any] = materialization_metadata(mat, run_id, row_count, pipeline=pipeline,
+                                                                finished_at=finished_at)
+            if FINISHED_AT in metadata:
+                metadata[FINISHED_AT] = {"raw_value": metadata[FINISHED_AT], "type": "timestamp"}
+            drift = self.pending_drift.pop(key, None)
+            if drift:
+                metadata[DRIFT] = drift
             self._send(lambda: self.pipes.report_asset_materialization(asset_key=key, metadata=metadata))
             self.sent_assets.add(key)
 
     def check(self, asset_key: list[str], check: CheckResult) -> None:
         key = _key(asset_key)
+        name = dagster_check_name(check.name, getattr(check, "kind", None))
         with self._lock:
-            if key not in self.in_scope or (key, check.name) in self.sent_checks:
-                return
-            if self.wanted_checks is not None and (key, check.name) not in self.wanted_checks:
+            if not self._check_wanted(key, name):
                 return
             self._send(lambda: self.pipes.report_asset_check(
-                check_name=check.name, passed=check.passed, severity=dagster_severity(check),
+                check_name=name, passed=check.passed, severity=dagster_severity(check),
                 metadata=check_metadata(check) or None, asset_key=key,
             ))
-            self.sent_checks.add((key, check.name))
+            self.sent_checks.add((key, name))
+
+    def observation(self, event: RunEvent) -> None:
+        """A drift or anomaly event on an asset in scope, as it happens (see the module docstring)."""
+        key = _key(event.asset_key)
+        with self._lock:
+            if key not in self.in_scope:
+                return
+            if event.drift is not None and key not in self.sent_assets:
+                self.pending_drift.setdefault(key, []).append(drift_entry(event.drift))
+            payload = {EVENTS_TARGET: event.wire()}
+            self._send(lambda: self.pipes.report_custom_message(payload))
+            anomaly = event.anomaly
+            if anomaly is not None and self._check_wanted(key, ANOMALY_CHECK):
+                # advisory: an anomaly never fails a run, so its check fails with WARN severity
+                self._send(lambda: self.pipes.report_asset_check(
+                    check_name=ANOMALY_CHECK, passed=False, severity="WARN",
+                    metadata=anomaly_metadata(anomaly), asset_key=key,
+                ))
+                self.sent_checks.add((key, ANOMALY_CHECK))
+
+    def _check_wanted(self, key: str, name: str) -> bool:
+        if key not in self.in_scope or (key, name) in self.sent_checks:
+            return False
+        return self.wanted_checks is None or (key, name) in self.wanted_checks
 
     def _send(self, call: Any) -> None:
         try:

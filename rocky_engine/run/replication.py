@@ -335,26 +335,35 @@ class ReplicationRunner:
                 )
             )
             name, asset_key = f"{plan.target_schema}.{plan.table}", list(plan.asset_key)
-            ctx.stream.materialized("table", name, out.materializations[-1], copied.row_count)
+            # drift was handled before the copy: its events come first, so the materialization carries it
             if item.drift is not None:
                 for step in item.drift.steps:
                     out.drift.actions_taken.append(DriftAction(asset_key=asset_key, table=plan.key,
                                                                action=step.action, reason=step.reason))
                     ctx.stream.drift("table", name, asset_key, step.action, step.reason, list(step.columns))
-            if copied.checks is not None:
-                out.check_results.append(copied.checks.result)
-                out.anomalies.extend(copied.checks.anomalies)
-                self._check_outcomes.append((plan.key, copied.checks))
-                ctx.stream.checks("table", name, asset_key, copied.checks.result.checks)
-                ctx.events.fire("check_result", table=plan.key, metadata=copied.checks.event_metadata())
-                for anomaly in copied.checks.anomalies:
-                    ctx.stream.anomaly("table", name, asset_key, anomaly)
+            mat, checked = out.materializations[-1], copied.checks
+
+            def stream_events() -> None:
+                ctx.stream.materialized("table", name, mat, copied.row_count)
+                if checked is not None:
+                    ctx.stream.checks("table", name, asset_key, checked.result.checks)
+                    for anomaly in checked.anomalies:
+                        ctx.stream.anomaly("table", name, asset_key, anomaly)
+
+            if checked is not None:
+                out.check_results.append(checked.result)
+                out.anomalies.extend(checked.anomalies)
+                self._check_outcomes.append((plan.key, checked))
+                ctx.events.fire("check_result", table=plan.key, metadata=checked.event_metadata())
+                for anomaly in checked.anomalies:
                     ctx.events.fire("anomaly_detected", table=plan.key, metadata=anomaly.wire())
             entry = ProgressEntry(plan.key, SUCCESS, rows, finished_at=finished)
             if copied.deferred_mark and spec is not None:
-                book.copied(entry, spec, meta)
+                # the watermark is read in a batch: the table's events wait for it (ProgressBook)
+                book.copied(entry, spec, meta, then=stream_events if ctx.stream.active else None)
             else:
                 book.finished(entry, watermark)
+                stream_events()
             status = "success"
             ctx.events.fire("after_materialize", table=plan.key, duration_ms=outcome.duration_ms,
                             metadata={"rows_copied": rows, "strategy": pipeline.strategy})

@@ -11,11 +11,16 @@ the workers copy. The scheduling thread never waits for such a read, so no worke
 table meanwhile; a flush waits for the reads of the rows it writes (a table's progress row is held until
 its watermark is known). A target whose watermark cannot be read keeps its stored one and is logged:
 its next copy starts after the target's own ``MAX(ts)`` anyway (the copy's guard).
+
+Such a table's run events (its materialization with the watermark, then its checks) wait for the read
+too: ``copied(..., then=...)`` runs ``then`` once the watermark is known (or could not be read), so a
+streamed materialization carries the same watermark as the run document.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,6 +44,8 @@ class _Unread:
     spec: CopySpec
     #: the table's run output, completed with the watermark once read
     meta: MaterializationMetadata
+    #: what waits for the watermark (the table's run events)
+    then: Callable[[], None] | None = None
 
 
 class ProgressBook:
@@ -60,10 +67,12 @@ class ProgressBook:
         if watermark is not None:
             self._ready_marks[entry.key] = watermark
 
-    def copied(self, entry: ProgressEntry, spec: CopySpec, meta: MaterializationMetadata) -> None:
-        """A table copied inside one warehouse whose watermark is still to be read."""
+    def copied(self, entry: ProgressEntry, spec: CopySpec, meta: MaterializationMetadata,
+               then: Callable[[], None] | None = None) -> None:
+        """A table copied inside one warehouse whose watermark is still to be read; ``then`` runs once
+        ``meta.watermark`` is set (or could not be read)."""
         assert self._mark_session is not None, "a deferred watermark needs a session to read it"
-        self._unread.append(_Unread(entry, spec, meta))
+        self._unread.append(_Unread(entry, spec, meta, then))
         if len(self._unread) >= MARK_BATCH:
             self._submit()
 
@@ -106,6 +115,9 @@ class ProgressBook:
                 item.meta.watermark = value
                 if value is not None:
                     self._ready_marks[item.entry.key] = value
+            if item.then is not None:
+                item.then()
+            if error is None:
                 continue
             self.ctx.log.warning(
                 "table %s was copied but its new watermark could not be read (%s); its stored watermark "

@@ -15,6 +15,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.run import MaterializationMetadata
 
 EVENTS_TARGET = "rocky.events"
 
@@ -66,7 +67,8 @@ class RunEvent(WireModel):
     ALWAYS: ClassVar[frozenset[str]] = frozenset(
         {
             "ts", "level", "target", "message", "event", "kind", "pipeline", "name", "asset_key", "run_id",
-            "duration_ms", "rows_copied", "row_count", "error", "check", "drift", "anomaly",
+            "duration_ms", "rows_copied", "row_count", "error", "check", "drift", "anomaly", "started_at",
+            "metadata",
         }
     )
 
@@ -92,3 +94,8 @@ class RunEvent(WireModel):
     check: EventCheck | None = None
     drift: EventDrift | None = None
     anomaly: EventAnomaly | None = None
+    #: ``materialized``: when the asset's work started and what the run document's
+    #: ``materializations[].metadata`` says of it (strategy, watermark, target, SQL hash, column count),
+    #: so a reader of the events builds the same materialization as a reader of the document
+    started_at: str | None = None
+    metadata: MaterializationMetadata | None = None

@@ -90,7 +90,7 @@ def test_factory_materializes_every_table_with_checks(checked: Path) -> None:
     assert orders["dagster/row_count"] == 20000  # rows in the target after the run
     assert orders["rocky/rows_copied"] == 20000
     assert isinstance(orders["dagster/duration_ms"], int)
-    # streamed: what the run measured, plus the target rocky dag knows (the watermark is in the document)
+    # streamed: the event carries the document's materialization (target, watermark, column count)
     assert orders["target_table_full_name"] == "playground.staging__orders.orders"
     assert str(orders["rocky/run_id"]).startswith("run-")
     assert orders["rocky/finished_at"] > 0

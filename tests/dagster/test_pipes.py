@@ -127,3 +127,66 @@ def test_run_pipes_end_to_end_on_the_playground(playground: Path) -> None:
         for e in result.get_asset_materialization_events()
     }
     assert keys == {ORDERS, CUSTOMERS}
+
+
+def test_drift_and_anomaly_reach_dagster_under_pipes(tmp_path: Path) -> None:
+    """The real engine under run_pipes: an anomaly becomes an observation and a failed WARN
+    row_count_anomaly result, a drift action an observation and the materialization's rocky/drift, as on
+    the streaming path (the same builders)."""
+    from dagster_rocky.check_names import ANOMALY_CHECK
+    from tests.engine.replication.conftest import ReplicationProject
+
+    shop = dg.AssetKey(["duckdb", "shop", "orders"])
+    rp = ReplicationProject(tmp_path)
+    checks = """
+        [pipeline.raw.checks]
+        row_count = true
+        anomaly_threshold_pct = 50
+    """
+    rp.configure(strategy="full_refresh", sections=checks)
+    rp.source_table("src__shop", "orders", rows=100)
+    for _ in range(3):  # the anomaly baseline: three runs of 100 rows
+        assert rp.run().status == "Success"
+    rocky = RockyResource(config_path=str(rp.config))
+
+    # can_subset: a declared check the run does not evaluate (no anomaly) is left unexecuted
+    @dg.multi_asset(
+        can_subset=True,
+        specs=[dg.AssetSpec(shop, skippable=True)],
+        check_specs=[dg.AssetCheckSpec(name, asset=shop) for name in (ANOMALY_CHECK, "row_count")],
+    )
+    def shop_orders(context, rocky: RockyResource):  # type: ignore[no-untyped-def]
+        yield from rocky.run_pipes(context, pipeline="raw").get_results()
+
+    def materialize() -> dg.ExecuteInProcessResult:
+        return dg.materialize([shop_orders], resources={"rocky": rocky})
+
+    rp.sql("DROP TABLE src__shop.orders")
+    rp.source_table("src__shop", "orders", rows=5)
+    result = materialize()
+    assert result.success
+    evaluations = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    assert set(evaluations) == {ANOMALY_CHECK, "row_count"}
+    anomaly = evaluations[ANOMALY_CHECK]
+    assert not anomaly.passed and anomaly.severity == dg.AssetCheckSeverity.WARN
+    assert anomaly.metadata["current_count"].value == 5
+    assert anomaly.metadata["baseline_avg"].value == 100.0
+    (obs,) = [e.event_specific_data.asset_observation for e in result.all_events  # type: ignore[union-attr]
+              if e.event_type_value == "ASSET_OBSERVATION"]
+    assert obs.asset_key == shop and obs.description.startswith("row count anomaly")
+    assert obs.metadata["current_count"].value == 5
+
+    # an incremental copy evolves the target when the source gains a column: the drift action
+    rp.configure(strategy="incremental", sections=checks)
+    rp.sql("ALTER TABLE src__shop.orders ADD COLUMN extra INTEGER")
+    result = materialize()
+    assert result.success
+    (obs,) = [e.event_specific_data.asset_observation for e in result.all_events  # type: ignore[union-attr]
+              if e.event_type_value == "ASSET_OBSERVATION"
+              and "rocky/drift_action" in e.event_specific_data.asset_observation.metadata]  # type: ignore[union-attr]
+    assert obs.asset_key == shop
+    assert obs.metadata["rocky/drift_action"].value == "add_column"
+    assert obs.metadata["rocky/drift_columns"].value == ["extra"]
+    (mat,) = result.get_asset_materialization_events()
+    drift = mat.event_specific_data.materialization.metadata["rocky/drift"].value  # type: ignore[union-attr]
+    assert [(d["action"], d["columns"]) for d in drift] == [("add_column", ["extra"])]

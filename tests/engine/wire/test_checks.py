@@ -4,6 +4,7 @@ one materialization / check metadata builder both Dagster paths use."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -151,8 +152,14 @@ def test_materialization_metadata_is_built_once_for_both_sides() -> None:
         "rows_copied": 0,
         # a naive timestamp watermark is UTC, written with Z (the published client requires an offset)
         "watermark": "2026-05-01T00:00:00Z", "column_count": 4, "started_at": "2026-05-02T03:00:00Z",
+        # when the engine finished it: started_at plus the duration, unless an event's time is given
+        "rocky/finished_at": datetime(2026, 5, 2, 3, 0, 0, 7000, tzinfo=UTC).timestamp(),
         "rocky/run_id": "run-1",
     }
+    finished = datetime(2026, 5, 2, 3, 0, 1, tzinfo=UTC)
+    assert materialization_metadata(mat, pipeline="raw", finished_at=finished)["rocky/finished_at"] == (
+        finished.timestamp())
+    assert materialization_metadata(mat, pipeline="raw")["rocky/pipeline"] == "raw"
     # the table's count after the run, when it was counted, is Dagster's row count (not the rows copied)
     assert materialization_metadata(mat, "run-1", 40)["dagster/row_count"] == 40
     assert row_counts_after_run([TableCheckResult.model_validate(
