@@ -17,6 +17,7 @@ One family exists only on the wire of a cross-warehouse copy: ``hex``, binary va
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 _PARAMS = re.compile(r"^(?P<base>[a-z_ ]+?)\s*\((?P<args>[0-9 ,]+)\)$")
@@ -100,3 +101,25 @@ def is_widening(old: SqlType, new: SqlType) -> bool:
                 (new.size, new_scale) != (old.size, old_scale)
         return False
     return old.family == "date" and new.family in ("timestamp", "timestamptz")
+
+
+def render_by_names(
+    t: SqlType, ints: Mapping[int, str], wide_int: str, names: Mapping[str, str]
+) -> str:
+    """A type as SQL for warehouses that share DuckDB's naming shape (FLOAT/DOUBLE, DECIMAL(p,s) up to 38).
+
+    Each dialect brings its own names: ``ints`` by bit size, ``wide_int`` for an integer wider than them,
+    ``names`` for the families without parameters; a wider decimal is stored as DOUBLE.
+    """
+    f = t.family
+    if f == "int":
+        return ints.get(t.size or 32, wide_int)
+    if f == "float":
+        return "FLOAT" if t.size == 32 else "DOUBLE"
+    if f == "decimal":
+        if t.size is None or t.size > 38:
+            return "DOUBLE"
+        return f"DECIMAL({t.size},{t.scale or 0})"
+    if f == "other":
+        return t.raw
+    return names[f]

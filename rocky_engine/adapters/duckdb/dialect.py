@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from rocky_engine.adapters.base import Column, WarehouseSession
 from rocky_engine.adapters.dialect import Capabilities, Dialect
-from rocky_engine.adapters.sql_types import HEX_TEXT, TEXT, SqlType
+from rocky_engine.adapters.sql_types import HEX_TEXT, TEXT, SqlType, render_by_names
 
 _INT_NAMES = {8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}
 _SIMPLE_NAMES = {
@@ -33,18 +33,7 @@ class DuckDbDialect(Dialect):
     )
 
     def render_type(self, t: SqlType) -> str:
-        f = t.family
-        if f == "int":
-            return _INT_NAMES.get(t.size or 32, "HUGEINT")
-        if f == "float":
-            return "FLOAT" if t.size == 32 else "DOUBLE"
-        if f == "decimal":
-            if t.size is None or t.size > 38:
-                return "DOUBLE"
-            return f"DECIMAL({t.size},{t.scale or 0})"
-        if f == "other":
-            return t.raw
-        return _SIMPLE_NAMES[f]
+        return render_by_names(t, _INT_NAMES, "HUGEINT", _SIMPLE_NAMES)
 
     def storable(self, t: SqlType) -> SqlType:
         if t.family == "decimal" and (t.size is None or t.size > 38):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from rocky_engine.adapters.base import Column, TableName, WarehouseSession
 from rocky_engine.adapters.dialect import Capabilities, Dialect
-from rocky_engine.adapters.sql_types import TEXT, SqlType, parse_type
+from rocky_engine.adapters.sql_types import TEXT, SqlType, parse_type, render_by_names
 from rocky_engine.errors import AdapterError
 
 #: prefix of the tables a rewrite stages next to its target (never listed as relations of the catalog)
@@ -110,18 +110,7 @@ class SparkDialect(Dialect):
         return parse_type(text)
 
     def render_type(self, t: SqlType) -> str:
-        f = t.family
-        if f == "int":
-            return _INT_NAMES.get(t.size or 32, "DECIMAL(38,0)")
-        if f == "float":
-            return "FLOAT" if t.size == 32 else "DOUBLE"
-        if f == "decimal":
-            if t.size is None or t.size > 38:
-                return "DOUBLE"
-            return f"DECIMAL({t.size},{t.scale or 0})"
-        if f == "other":
-            return t.raw
-        return _SIMPLE_NAMES[f]
+        return render_by_names(t, _INT_NAMES, "DECIMAL(38,0)", _SIMPLE_NAMES)
 
     def storable(self, t: SqlType) -> SqlType:
         if t.family == "int" and (t.size or 0) > 64:
