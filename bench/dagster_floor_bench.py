@@ -6,7 +6,14 @@ i-20, the first 20 read nothing, `code_version` set, `skippable`) whose body onl
 ephemeral instance, as in bench/dagster_run_bench.py. Whatever this costs, any integration that reports
 N assets from one Dagster step pays at least that. Prints wall and CPU seconds per N.
 
-    .venv/bin/python bench/dagster_floor_bench.py [--models 250 500 1000]
+``--mode`` says what the body reports: ``result`` (the default, what the Rocky multi-asset does: one
+``MaterializeResult`` per asset), ``log`` (``context.log_event(AssetMaterialization)`` per asset and no
+outputs, which loses code versions on the materializations and skips downstream steps of other
+multi-assets, so Rocky does not use it) and ``none`` (the body reports nothing: what Dagster costs for a
+run that selects N assets before any asset is reported, mostly one stored ASSET_MATERIALIZATION_PLANNED
+event per asset).
+
+    .venv/bin/python bench/dagster_floor_bench.py [--models 250 500 1000] [--mode result|log|none]
 """
 
 
@@ -28,7 +35,7 @@ def cpu() -> float:
     return own.ru_utime + own.ru_stime
 
 
-def floor(n: int) -> tuple[float, float]:
+def floor(n: int, mode: str = "result") -> tuple[float, float]:
 
     keys = [dg.AssetKey(["warehouse", "bench", f"m_{i:04d}"]) for i in range(n)]
     specs = [
@@ -40,11 +47,15 @@ def floor(n: int) -> tuple[float, float]:
     @dg.multi_asset(specs=specs, can_subset=True, name="floor")
     def floor_asset(context: dg.AssetExecutionContext) -> Iterator[Any]:
         for key in keys:
-            yield dg.MaterializeResult(asset_key=key, metadata={
+            metadata = {
                 "dagster/row_count": 100, "rocky/rows_copied": 100, "dagster/duration_ms": 3,
                 "strategy": "full_refresh", "target_table_full_name": ".".join(key.path),
                 "rocky/run_id": "run-1", "rocky/pipeline": "bench",
-            })
+            }
+            if mode == "result":
+                yield dg.MaterializeResult(asset_key=key, metadata=metadata)
+            elif mode == "log":
+                context.log_event(dg.AssetMaterialization(asset_key=key, metadata=metadata))
 
     with dg.DagsterInstance.ephemeral() as instance:
         c0, t0 = cpu(), time.perf_counter()
@@ -57,10 +68,12 @@ def floor(n: int) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, nargs="+", default=[250, 500, 1000])
+    parser.add_argument("--mode", choices=["result", "log", "none"], default="result")
     args = parser.parse_args()
     for n in args.models:
-        wall, used = floor(n)
-        print(f"{n} assets: {wall:.2f} s wall, {used:.2f} s cpu ({used / n * 1000:.1f} ms cpu per asset); "
+        wall, used = floor(n, args.mode)
+        print(f"{args.mode}: {n} assets: {wall:.2f} s wall, {used:.2f} s cpu "
+              f"({used / n * 1000:.1f} ms cpu per asset); "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
