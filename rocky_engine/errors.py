@@ -17,6 +17,7 @@ Tree::
     │   ├── StateSchemaError    the store is newer than this engine
     │   └── StateDamagedError   the file, or a value stored in it, is damaged
     ├── AdapterError            a warehouse statement failed (carries failure_kind)
+    │   └── CapabilityRefused   the warehouse's capability level cannot do what the config asks
     ├── ConnectorError          child connector protocol / validation
     ├── HookAbort               a command hook with on_failure = "abort" failed
     └── RunInterrupted          SIGINT / SIGTERM (exit 130)
@@ -147,6 +148,15 @@ class AdapterError(RockyError):
     def __init__(self, message: str, *, failure_kind: str = "unknown", hint: str | None = None) -> None:
         self.failure_kind = failure_kind
         super().__init__(message, hint=hint)
+
+
+class CapabilityRefused(AdapterError):
+    """What the configuration asks (an atomic merge) is more than the warehouse's capability level can do,
+    so it is refused before any statement is issued: ``compile-error``, the contract's kind for a failure
+    that never reached the warehouse (its failure kinds name no config problem)."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, failure_kind="compile-error", hint=hint)
 
 
 class ConnectorError(RockyError):

@@ -52,6 +52,12 @@ class Dialect:
     name = "ansi"
     capabilities = Capabilities()
 
+    @property
+    def level_name(self) -> str:
+        """The capability level in one word (messages): the type, where every server of it can do the same
+        (a warehouse whose server decides names its level)."""
+        return self.name
+
     # ------------------------------------------------------------------ names
 
     def quote(self, identifier: str) -> str:

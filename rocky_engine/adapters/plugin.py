@@ -56,6 +56,11 @@ class AdapterPlugin:
         """The warehouse's dialect (its capabilities included); None for a discovery-only adapter."""
         return None
 
+    def declared_dialect(self, config: RockyConfig, name: str) -> Dialect | None:
+        """The dialect at the capability level ``[adapter.<name>]`` declares, for commands that do not
+        connect (``rocky validate``): ``dialect``, unless the server decides the level (Spark)."""
+        return self.dialect
+
     def open(self, config: RockyConfig, name: str, *, read_only: bool = False) -> WarehouseAdapter:
         """Connect to ``[adapter.<name>]`` (no retry wrapper: ``registry.open_adapter`` adds it).
 

@@ -46,16 +46,18 @@ def plugin_of(config: RockyConfig, name: str) -> AdapterPlugin:
 
 
 def dialect_of(config: RockyConfig, name: str) -> Dialect:
-    """The dialect of warehouse adapter ``[adapter.<name>]``, without connecting.
+    """The dialect of warehouse adapter ``[adapter.<name>]``, without connecting: at the capability level
+    its config declares (``AdapterPlugin.declared_dialect``).
 
     Raises:
         ConfigError: the adapter is not a warehouse.
     """
     found = plugin_of(config, name)
-    if found.dialect is None:
+    declared = found.declared_dialect(config, name)
+    if declared is None:
         found.open(config, name)  # raises the "not a warehouse" error
         raise AssertionError("a plugin without a dialect must refuse to open")
-    return found.dialect
+    return declared
 
 
 def open_adapter(

@@ -148,12 +148,23 @@ class ReplicationPipeline(PipelineBase):
     source: ReplicationSource
     target: ReplicationTarget
     excluded_tables: list[str] = Field(default_factory=list)
+    #: every merge must be one MERGE statement: a target whose capability level has none (Spark Parquet)
+    #: is refused instead of rewritten (``config.atomic_merges``)
+    atomic_merges: bool = False
 
     @model_validator(mode="after")
     def _merge_needs_keys(self) -> ReplicationPipeline:
         if self.strategy == "merge" and not self.merge_keys:
             raise PydanticCustomError(
                 "rocky_merge_keys", "strategy 'merge' needs merge_keys (a list of key columns)"
+            )
+        if self.atomic_merges and self.strategy != "merge":
+            # Only a merge has a rewrite to refuse; accepting it elsewhere would promise nothing.
+            raise PydanticCustomError(
+                "rocky_atomic_merges",
+                "atomic_merges = true applies to strategy 'merge' only (this pipeline's strategy is "
+                "'{strategy}'); remove it, or set strategy = \"merge\"",
+                {"strategy": self.strategy},
             )
         return self
 
@@ -179,6 +190,9 @@ class TransformationPipeline(PipelineBase):
     type: Literal["transformation"] = "transformation"
     models: str = "models/**"
     target: TransformationTarget = Field(default_factory=TransformationTarget)
+    #: every merge model must be one MERGE statement (a model's ``[strategy] atomic`` wins either way):
+    #: a target whose capability level has none is refused instead of rewritten (``config.atomic_merges``)
+    atomic_merges: bool = False
 
 
 # --- quality --------------------------------------------------------------------------------------------

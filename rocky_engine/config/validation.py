@@ -2,7 +2,7 @@
 
 Loading (``load_config``) proves each table is well-formed; this module checks that the tables agree with
 each other and with the machine (cron expressions, time zones). The model files (V003-V005, V013 and the
-transformation case of V016) are checked by ``ops.validate``, which sits above ``models`` in the layers.
+transformation case of V016) and V021 are checked by ``ops``, which sits above ``models`` in the layers.
 Every finding is a :class:`ValidationMessage` with a stable code, so scripts can match on codes rather
 than on wording.
 
@@ -32,6 +32,8 @@ V017  error     a replication template placeholder is not a ``schema_pattern`` c
 V018  error     ``[state]`` cannot work as written (``gcs``, a remote backend without its location)
 V019  error     a connector manifest file does not exist
 V020  warning   the project defines no pipelines and no connectors
+V021  error     a merge asks to be atomic (``atomic_merges``, ``[strategy] atomic``) on an adapter whose
+                declared capability level has no MERGE (``ops.validate_atomic``)
 ====  ========  ==============================================================================
 """
 

@@ -19,7 +19,9 @@ from rocky_engine.models.model import STRATEGY_TYPES, Model, ModelTarget, Strate
 _SIDECAR_KEYS = frozenset(
     {"name", "depends_on", "strategy", "target", "freshness", "description", "owners", "tags"}
 )
-_STRATEGY_KEYS = frozenset({"type", "timestamp_column", "unique_key", "update_columns", "partition_by"})
+_STRATEGY_KEYS = frozenset(
+    {"type", "timestamp_column", "unique_key", "update_columns", "partition_by", "atomic"}
+)
 _TARGET_KEYS = frozenset({"catalog", "schema", "table"})
 _FRESHNESS_KEYS = frozenset({"max_lag_seconds"})
 _DEFAULT_TARGET_KEYS = frozenset({"catalog", "schema"})  # a shared table name would be a collision
@@ -266,6 +268,7 @@ def _strategy(raw: Any, path: Path) -> Strategy:
         unique_key=_str_tuple(raw.get("unique_key"), "unique_key", path),
         update_columns=_str_tuple(raw.get("update_columns"), "update_columns", path),
         partition_by=_str_tuple(raw.get("partition_by"), "partition_by", path),
+        atomic=_atomic(raw.get("atomic"), stype, path),
     )
     required = {"incremental": "timestamp_column", "merge": "unique_key", "delete_insert": "partition_by"}
     need = required.get(stype)
@@ -275,3 +278,19 @@ def _strategy(raw: Any, path: Path) -> Strategy:
             hint=f"add {need} = ... under [strategy]",
         )
     return strategy
+
+
+def _atomic(value: Any, stype: str, path: Path) -> bool | None:
+    """``[strategy] atomic``: a boolean, and only on a merge (the one strategy a capability level may do as
+    a rewrite instead of one statement: docs/adapters.md "Capability levels")."""
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise ConfigError("atomic must be true or false", file=path, key="strategy.atomic")
+    if stype != "merge":
+        raise ConfigError(
+            f"atomic applies to strategy 'merge' only (this strategy is '{stype}')",
+            file=path, key="strategy.atomic",
+            hint="remove atomic, or set type = \"merge\" with a unique_key",
+        )
+    return value

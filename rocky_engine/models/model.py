@@ -22,6 +22,16 @@ class Strategy:
     unique_key: tuple[str, ...] = ()
     update_columns: tuple[str, ...] = ()
     partition_by: tuple[str, ...] = ()
+    #: ``[strategy] atomic`` (merge only): True, the merge must be one MERGE statement; False, a rewrite is
+    #: accepted even where the pipeline sets ``atomic_merges``; None, the pipeline decides
+    atomic: bool | None = None
+
+    def asks_atomic(self, pipeline_atomic_merges: bool) -> bool:
+        """Whether this model's merge must be one MERGE statement (the model's ``atomic``, else the
+        pipeline's ``atomic_merges``); never for another strategy."""
+        if self.type != "merge":
+            return False
+        return pipeline_atomic_merges if self.atomic is None else self.atomic
 
 
 @dataclass(frozen=True, slots=True)

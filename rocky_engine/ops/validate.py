@@ -1,4 +1,5 @@
-"""``rocky validate``: the cross-checks of ``config.validation`` plus the model files, and the document.
+"""``rocky validate``: the cross-checks of ``config.validation`` plus the model files, the atomic merge
+requests against the declared capability levels (V021, ``ops.validate_atomic``), and the document.
 
 Above ``models`` in the layers (it loads the model files to report V003-V005/V013), so it lives in ``ops``
 rather than beside the config checks it calls.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import PipelineConfig, ReplicationPipeline, TransformationPipeline
@@ -21,13 +23,20 @@ from rocky_engine.wire.validate import (
     ValidationMessage,
 )
 
+if TYPE_CHECKING:
+    from rocky_engine.models.dag import ModelSet
+
 # --- models ---------------------------------------------------------------------------------------------
 
 
 def validate_models(
-    cfg: RockyConfig, env: Mapping[str, str] | None = None
+    cfg: RockyConfig, env: Mapping[str, str] | None = None, *, loaded: dict[str, ModelSet] | None = None
 ) -> tuple[list[ValidationMessage], int]:
-    """Load the models of every transformation pipeline; returns the findings and the model count."""
+    """Load the models of every transformation pipeline; returns the findings and the model count.
+
+    Args:
+        loaded: filled with the model sets that loaded, by ``models`` glob (for the checks that read them).
+    """
     from rocky_engine.errors import CircularDependencyError, RockyError, UnknownDependencyError
     from rocky_engine.models import load_models, models_base_dir
 
@@ -61,6 +70,8 @@ def validate_models(
         except RockyError as exc:
             messages.append(error_message("V013", str(exc), field))
         else:
+            if loaded is not None:
+                loaded[p.models] = model_set
             names.update(model_set.models)
             budgets = [m.max_lag_seconds for m in model_set.models.values() if m.max_lag_seconds is not None]
             lags[p.models] = min(budgets) if budgets else None
@@ -150,9 +161,12 @@ def run_validation(
         adjust(cfg)
     messages = validate_config(cfg)
     from rocky_engine.models import models_base_dir
+    from rocky_engine.ops.validate_atomic import atomic_merge_messages
 
-    model_messages, model_count = validate_models(cfg, env)
+    model_sets: dict[str, ModelSet] = {}
+    model_messages, model_count = validate_models(cfg, env, loaded=model_sets)
     messages.extend(model_messages)
+    messages.extend(atomic_merge_messages(cfg, model_sets))
     failed = [m.field or "" for m in messages if m.severity == "error"]
     return ValidateOutput(
         valid=not failed,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.config.atomic_merges import refusal, replication_request
 from rocky_engine.config.schema_pattern import SchemaPattern
 from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
@@ -114,6 +115,11 @@ class ReplicationRunner:
         source: WarehouseAdapter, target: WarehouseAdapter, same: bool,
     ) -> RunOutput:
         ctx = self.ctx
+        request = replication_request(ctx.pipeline_name, pipeline)
+        if request is not None and not target.dialect.capabilities.merge:
+            # Every table would merge into this target: the run is refused whole, before discovery, as a
+            # recorded Failure naming the refusal (compile-error: nothing reached the warehouse).
+            raise refusal(request, target.name, target.dialect.level_name, probed=True)
         out = RunOutput(pipeline_type="replication")
         plan = self._plan(pipeline, pattern, filt, source, same, out)
         tables = self._resume(plan.tables, out)

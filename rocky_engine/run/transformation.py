@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
-from rocky_engine.errors import AdapterError, ConfigError, ModelError, RockyError
+from rocky_engine.config.atomic_merges import model_request, refusal
+from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
@@ -127,11 +128,29 @@ class TransformationRunner:
             adapter.ensure_schema(schema, catalog)
             out.permissions.schemas_created += 1
 
+    def _refused(
+        self, adapter: WarehouseAdapter, model_set: ModelSet, selected: list[str]
+    ) -> dict[str, CapabilityRefused]:
+        """The selected models whose atomic merge the server's capability level cannot do (no MERGE), with
+        the refusal: each fails before anything of it is written, the others run."""
+        if adapter.dialect.capabilities.merge:
+            return {}
+        pipeline_atomic = bool(getattr(self.ctx.pipeline, "atomic_merges", False))
+        refused: dict[str, CapabilityRefused] = {}
+        for name in selected:
+            strategy = model_set.models[name].strategy
+            if strategy.asks_atomic(pipeline_atomic):
+                request = model_request(self.ctx.pipeline_name, name, own=strategy.atomic is True)
+                refused[name] = refusal(request, adapter.name, adapter.dialect.level_name, probed=True)
+        return refused
+
     def _run(self, adapter: WarehouseAdapter, model_set: ModelSet, selected: list[str]) -> RunOutput:
         ctx = self.ctx
         out = RunOutput(pipeline_type="transformation")
         targets = self._resolve_targets(adapter, model_set)
-        self._prepare_schemas(adapter, model_set, selected, targets, out)
+        refused = self._refused(adapter, model_set, selected)
+        # a refused model writes nothing, not even the schema it would land in
+        self._prepare_schemas(adapter, model_set, [n for n in selected if n not in refused], targets, out)
         existing = {(r.schema, r.name): r.kind for r in adapter.list_relations(adapter.catalog)}
         runnable = [n for n in selected if model_set.models[n].strategy.type != "ephemeral"]
         parallel = min(self._concurrency(), max(1, len(runnable)))
@@ -158,6 +177,8 @@ class TransformationRunner:
             select = compiled[name]
             if isinstance(select, ModelError):
                 raise _CompileError(str(select)) from select
+            if name in refused:
+                raise refused[name]  # CapabilityRefused: compile-error, nothing was issued
             built = materialize(
                 session, dialect, model.strategy, target, select,
                 exists_as=existing.get((target.schema, target.table)),

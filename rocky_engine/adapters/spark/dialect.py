@@ -83,6 +83,10 @@ class SparkDialect(Dialect):
         self.capabilities = capabilities_for(table_format, merge)
 
     @property
+    def level_name(self) -> str:
+        return self.table_format
+
+    @property
     def level(self) -> str:
         """The capability level in words (``rocky doctor``, messages)."""
         if self.capabilities.merge:

@@ -19,8 +19,8 @@ modles = "sql/**"
 """
 
 WARNING = (
-    "unknown key 'modles' in [pipeline.models] is ignored; did you mean 'models'? valid keys: checks, "
-    "depends_on, execution, models, schedule, target, type"
+    "unknown key 'modles' in [pipeline.models] is ignored; did you mean 'models'? valid keys: atomic_merges, "
+    "checks, depends_on, execution, models, schedule, target, type"
 )
 
 

@@ -88,3 +88,20 @@ def test_the_stand_in_defers_to_pydantics_loader() -> None:
                           env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "OK\n"
+
+
+def test_validate_of_a_spark_project_never_imports_pyspark(tmp_path: Path) -> None:
+    # An atomic merge on undeclared Spark: V021 needs the Spark plugin's declared level, which must come
+    # without the driver (validate never connects).
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "m.sql").write_text("SELECT 1 AS id")
+    (tmp_path / "models" / "m.toml").write_text(
+        '[strategy]\ntype = "merge"\nunique_key = ["id"]\natomic = true\n')
+    (tmp_path / "rocky.toml").write_text(
+        '[adapter]\ntype = "spark"\nremote = "sc://127.0.0.1:1"\n\n[pipeline.t]\ntype = "transformation"\n'
+        'models = "models/**"\n'
+    )
+    names = ("pyspark", "grpc", "pyarrow", "rocky_engine.adapters.spark.plugin")
+    code, line = _probe(["validate", "--output", "json"], names, cwd=tmp_path)
+    assert code == 1, line  # V021: the plugin was consulted
+    assert line.startswith("PROBE loaded=rocky_engine.adapters.spark.plugin "), line

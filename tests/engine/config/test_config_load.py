@@ -393,7 +393,7 @@ def test_lenient_tables_load_without_extra_keys_but_warn(tmp_path: Path) -> None
     assert cfg.freshness.expected_lag_seconds == 60
     assert cfg.warnings == [
         "unknown key 'threads' in [adapter] is ignored; valid keys: path, retry, type",
-        "unknown key 'owner' in [pipeline.orders] is ignored; valid keys: checks, depends_on, "
+        "unknown key 'owner' in [pipeline.orders] is ignored; valid keys: atomic_merges, checks, depends_on, "
         "excluded_tables, execution, merge_keys, metadata_columns, schedule, source, strategy, target, "
         "timestamp_column, type",
         "unknown key 'note' in [freshness] is ignored; valid keys: expected_lag_seconds",

@@ -82,8 +82,8 @@ def test_misspelled_models_glob_keeps_the_default_and_warns(tmp_path: Path) -> N
     pipeline = cfg.pipeline("marts")
     assert isinstance(pipeline, TransformationPipeline) and pipeline.models == "models/**"
     assert cfg.warnings == [
-        "unknown key 'modles' in [pipeline.marts] is ignored; did you mean 'models'? valid keys: checks, "
-        "depends_on, execution, models, schedule, target, type"
+        "unknown key 'modles' in [pipeline.marts] is ignored; did you mean 'models'? valid keys: "
+        "atomic_merges, checks, depends_on, execution, models, schedule, target, type"
     ]
 
 

@@ -230,7 +230,7 @@ def test_unknown_top_level_sidecar_key(tmp_path: Path) -> None:
     [
         (
             '[strategy]\ntype = "incremental"\ntimestamp_column = "ts"\ntimestamp_colum = "ts"\n',
-            "unknown key 'strategy.timestamp_colum'; valid keys under [strategy]: partition_by, "
+            "unknown key 'strategy.timestamp_colum'; valid keys under [strategy]: atomic, partition_by, "
             "timestamp_column, type, unique_key, update_columns",
         ),
         (
@@ -361,7 +361,7 @@ def test_defaults_outside_the_models_dir_are_not_read(tmp_path: Path) -> None:
     [
         ('[tests]\nx = 1\n', "unknown key 'tests'; valid keys: strategy, target"),
         ('[strategy]\ntimestamp_colum = "ts"\n',
-         "unknown key 'strategy.timestamp_colum'; valid keys under [strategy]: partition_by, "
+         "unknown key 'strategy.timestamp_colum'; valid keys under [strategy]: atomic, partition_by, "
          "timestamp_column, type, unique_key, update_columns"),
         (
             '[target]\ntable = "shared"\n',
