@@ -133,7 +133,7 @@ def _adapter_references(cfg: RockyConfig) -> Iterator[ValidationMessage]:
             yield error_message(
                 "V014",
                 f"{field} names adapter '{ref}' of type '{adapter.type}', which only discovers sources; "
-                "use a duckdb or postgres adapter here",
+                "use a duckdb, postgres or spark adapter here",
                 field,
             )
 
