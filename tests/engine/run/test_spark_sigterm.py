@@ -89,12 +89,14 @@ def _tasks_writing(directory: Path) -> bool:
     return any((directory / "_temporary").glob("*/_temporary/attempt_*"))
 
 
-def _sigterm_while_writing(p: SparkProject, writing: Path) -> Interrupted:
-    """Start ``rocky run``, wait until a task writes into ``writing``, SIGTERM rocky, wait for its exit."""
+def _sigterm_while_writing(p: SparkProject, *writing: Path) -> Interrupted:
+    """Start ``rocky run``, wait until a task writes into one of ``writing``, SIGTERM rocky, wait for
+    its exit. (The target's own directory is watched too, so a rebuild that writes into the target
+    instead of its stage is still interrupted mid-write, and fails the test on the target's rows.)"""
     proc = popen_rocky(["-c", str(p.config), "--output", "json", "run"], cwd=p.root)
     try:
         deadline = time.monotonic() + 120
-        while not _tasks_writing(writing):
+        while not any(_tasks_writing(directory) for directory in writing):
             if proc.poll() is not None:
                 out, err = proc.communicate()
                 pytest.fail(f"rocky exited with {proc.returncode} before the write ran:\n{err[-3000:]}")
@@ -166,7 +168,7 @@ def test_sigterm_while_rebuilding_an_existing_table_keeps_the_old_rows(spark_pro
 
     p.model("events", SLOW_SQL)
     stage = "__rocky_stage_events"
-    run = _sigterm_while_writing(p, _table_dir(p, stage))
+    run = _sigterm_while_writing(p, _table_dir(p, stage), _table_dir(p, "events"))
     _assert_recorded_as_interrupted(p, run, "events")
     # The target is the old table, whole: the rebuild was writing the stage, never the target.
     assert p.relations() == {"events": "table"}
