@@ -42,8 +42,9 @@ from tests.fixtures.spark_project import SparkProject
 
 pytestmark = pytest.mark.spark
 
-#: ~27 s on local[2] at load 5 (measured), ~2,400 rows out: bounded even if the cancel is ignored
-SLOW_ROWS = 10_000_000
+#: ~30 s on local[2] at load 1, ~55 s at load 5 (measured: 10M rows take 15 s and 27 s), ~4,900 rows
+#: out: bounded even if the cancel is ignored, and far longer than a cancelled run takes to stop
+SLOW_ROWS = 20_000_000
 SLOW_SQL = (
     f"SELECT id, 'new' AS v FROM range(0, {SLOW_ROWS}, 1, 2) WHERE sha2(CAST(id AS STRING), 256) LIKE '000%'"
 )
@@ -51,8 +52,8 @@ OLD_SQL = "SELECT id, 'old' AS v FROM range(0, 3)"
 OLD_ROWS = [(0, "old"), (1, "old"), (2, "old")]
 AGAIN_SQL = "SELECT id, 'again' AS v FROM range(0, 4)"
 AGAIN_ROWS = [(0, "again"), (1, "again"), (2, "again"), (3, "again")]
-#: SIGTERM to exit: measured 0.3-1.5 s; far longer means the statement was waited out, not cancelled
-STOP_BOUND_S = 20.0
+#: SIGTERM to exit: measured 0.17-0.39 s at load 2; longer means the statement was waited out
+STOP_BOUND_S = 8.0
 #: a cancel that is ignored leaves the process running the whole bounded query: give up after this
 EXIT_TIMEOUT_S = 180.0
 #: the server JVM counts as idle below this CPU share (a running job here burns ~2 cores)
