@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from rocky_engine.adapters.base import Column, TableName, WarehouseSession
 from rocky_engine.adapters.dialect import Capabilities, Dialect
+from rocky_engine.adapters.spark.orphans import execute_creating
 from rocky_engine.adapters.sql_types import TEXT, SqlType, parse_type, render_by_names
 from rocky_engine.errors import AdapterError
 
@@ -142,7 +143,7 @@ class SparkDialect(Dialect):
             session.execute(f"CREATE OR REPLACE TABLE {q} AS {select}")
             return None
         if exists_as is None:
-            session.execute(f"CREATE TABLE {q} AS {select}")
+            self._create(session, table, table.table, f"CREATE TABLE {q} AS {select}")
             return None
         self._swap(session, table, select)
         return None
@@ -155,7 +156,8 @@ class SparkDialect(Dialect):
         if exists_as == "view":
             session.execute(f"DROP VIEW IF EXISTS {q}")
         # Spark puts the partition columns last, whatever their place in the SELECT.
-        session.execute(f"CREATE TABLE {q} PARTITIONED BY ({self._list(partition_by)}) AS {select}")
+        self._create(session, table, table.table,
+                     f"CREATE TABLE {q} PARTITIONED BY ({self._list(partition_by)}) AS {select}")
         return None
 
     def create_or_replace_view(
@@ -304,29 +306,39 @@ class SparkDialect(Dialect):
         Unpartitioned: two renames swap the stage in. Partitioned: the catalog keeps each partition's
         location, which a rename would leave naming the stage's directory, so the table is dropped and
         created again from the stage (a reader meanwhile finds no table, never a partial one). A stage
-        left by a killed run is dropped first, so running the unit again completes it.
+        left by a killed run is dropped first, and the directory a cancelled write leaves is reclaimed
+        (``_create``), so running the unit again completes it.
         """
         q = table.qualified
         if self.capabilities.replace_table_statement:
             parts = f" PARTITIONED BY ({self._list(partition_by)})" if partition_by else ""
             session.execute(f"CREATE OR REPLACE TABLE {q}{parts} AS {select}")
             return
-        stage = self._sibling(table, f"{STAGE_PREFIX}stage_{table.table}")
+        stage_name = f"{STAGE_PREFIX}stage_{table.table}"
+        stage = self._sibling(table, stage_name)
         old = self._sibling(table, old_name(table))
         session.execute(f"DROP TABLE IF EXISTS {stage}")
         session.execute(f"DROP TABLE IF EXISTS {old}")
-        session.execute(f"CREATE TABLE {stage} AS {select}")
+        self._create(session, table, stage_name, f"CREATE TABLE {stage} AS {select}")
         if partition_by:
             session.execute(f"DROP TABLE {q}")
-            session.execute(f"CREATE TABLE {q} PARTITIONED BY ({self._list(partition_by)}) AS "
-                            f"SELECT * FROM {stage}")
+            self._create(session, table, table.table, f"CREATE TABLE {q} PARTITIONED BY "
+                         f"({self._list(partition_by)}) AS SELECT * FROM {stage}")
             session.execute(f"DROP TABLE {stage}")
             return
         # RENAME TO takes a two-part name: the table stays in its catalog.
         schema = self.quote(table.schema)
-        session.execute(f"ALTER TABLE {q} RENAME TO {schema}.{self.quote(old_name(table))}")
-        session.execute(f"ALTER TABLE {stage} RENAME TO {schema}.{self.quote(table.table)}")
+        self._create(session, table, old_name(table),
+                     f"ALTER TABLE {q} RENAME TO {schema}.{self.quote(old_name(table))}")
+        self._create(session, table, table.table,
+                     f"ALTER TABLE {stage} RENAME TO {schema}.{self.quote(table.table)}")
         session.execute(f"DROP TABLE IF EXISTS {old}")
+
+    def _create(self, session: WarehouseSession, near: TableName, name: str, statement: str) -> None:
+        """Run ``statement``, which makes the managed table ``name`` (in ``near``'s schema) appear;
+        an orphaned directory at its location (a cancelled write's) is reclaimed first (``orphans``)."""
+        execute_creating(session, statement, catalog=near.catalog, schema=near.schema, name=name,
+                         scratch=f"{STAGE_PREFIX}gc_{name}", quote=self.quote)
 
     def _list(self, names: Sequence[str]) -> str:
         return ", ".join(self.quote(n) for n in names)

@@ -9,6 +9,11 @@ Measured against the local server (pyspark 4.3.0): a statement keeps running on 
 client process dies or closes its channel; only an Interrupt RPC stops it. So ``close()`` interrupts an
 in-flight statement before it stops the session, and a runner that is being stopped must call
 ``interrupt()`` (or ``close()``) on every busy session before it exits.
+
+The server cancels by interrupting its execution thread; an interrupt that lands while Hadoop's committer
+sets a write job up is swallowed there and the write runs to its end (docs/adapters.md, "Interruption on
+Spark"). Nothing more can be asked through Spark Connect: a second interrupt of the same operation is a
+no-op on the server, so the statement's own answer is what the caller waits for.
 """
 
 from __future__ import annotations
