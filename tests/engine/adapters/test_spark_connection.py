@@ -21,7 +21,8 @@ from tests.fixtures.spark_server import SparkServer
 pytestmark = pytest.mark.spark
 
 #: a statement that runs until it is interrupted (one task, one core)
-ENDLESS = "SELECT count(*) FROM range(0, 1000000000000000, 1, 1) WHERE sha2(CAST(id AS STRING), 256) = 'x'"
+#: long enough to be interrupted, yet bounded (see ENDLESS_QUERY in test_spark_interrupt.py for why)
+ENDLESS = "SELECT count(*) FROM range(0, 20000000, 1, 1) WHERE sha2(CAST(id AS STRING), 256) = 'x'"
 
 
 def test_query_returns_tuples_of_python_values(spark_connection: SparkConnection) -> None:

@@ -29,6 +29,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,17 @@ import pytest
 from rocky_engine.state.runs import RunRecord
 from tests.fixtures.projects import popen_rocky
 from tests.fixtures.spark_project import SparkProject
+from tests.fixtures.spark_server import SparkServer
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark_server(spark_factory: Callable[..., SparkServer]) -> SparkServer:
+    """This module's own server, in place of the session's: the server JVM's CPU is how these tests tell
+    that a cancelled statement stopped, so no statement of another test may run on it (a statement another
+    test cancelled on the shared server was seen keeping a task busy afterwards)."""
+    return spark_factory()
 
 #: ~30 s on local[2] at load 1, ~55 s at load 5 (measured: 10M rows take 15 s and 27 s), ~4,900 rows
 #: out: bounded even if the cancel is ignored, and far longer than a cancelled run takes to stop
