@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rocky_engine.config.atomic_merges import AtomicMergeRequest, model_request
+
 StrategyType = Literal["full_refresh", "incremental", "merge", "view", "ephemeral", "delete_insert"]
 STRATEGY_TYPES: tuple[str, ...] = (
     "full_refresh", "incremental", "merge", "view", "ephemeral", "delete_insert",
@@ -26,12 +28,15 @@ class Strategy:
     #: accepted even where the pipeline sets ``atomic_merges``; None, the pipeline decides
     atomic: bool | None = None
 
-    def asks_atomic(self, pipeline_atomic_merges: bool) -> bool:
-        """Whether this model's merge must be one MERGE statement (the model's ``atomic``, else the
-        pipeline's ``atomic_merges``); never for another strategy."""
-        if self.type != "merge":
-            return False
-        return pipeline_atomic_merges if self.atomic is None else self.atomic
+    def atomic_request(
+        self, pipeline: str, model: str, pipeline_atomic_merges: bool
+    ) -> AtomicMergeRequest | None:
+        """The request that this model's merge be one MERGE statement (the model's ``atomic``, else the
+        pipeline's ``atomic_merges``), as ``rocky validate`` and ``rocky run`` name it; None when it does not
+        ask, and never for another strategy."""
+        if self.type != "merge" or not (pipeline_atomic_merges if self.atomic is None else self.atomic):
+            return None
+        return model_request(pipeline, model, own=self.atomic is True)
 
 
 @dataclass(frozen=True, slots=True)

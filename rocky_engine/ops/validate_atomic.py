@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from rocky_engine.config.adapters import WAREHOUSE_TYPES, SparkAdapterConfig
-from rocky_engine.config.atomic_merges import AtomicMergeRequest, model_request, refusal, replication_request
+from rocky_engine.config.atomic_merges import AtomicMergeRequest, refusal, replication_request
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import ReplicationPipeline, TransformationPipeline
 from rocky_engine.config.validation import error_message
@@ -38,8 +38,8 @@ def atomic_merge_messages(
                 yield from _refused(cfg, request, p.target.adapter)
         elif isinstance(p, TransformationPipeline) and p.models in model_sets:
             for model in model_sets[p.models].models.values():
-                if model.strategy.asks_atomic(p.atomic_merges):
-                    request = model_request(name, model.name, own=model.strategy.atomic is True)
+                request = model.strategy.atomic_request(name, model.name, p.atomic_merges)
+                if request is not None:
                     yield from _refused(cfg, request, p.target.adapter)
 
 

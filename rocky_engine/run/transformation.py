@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
-from rocky_engine.config.atomic_merges import model_request, refusal
+from rocky_engine.config.atomic_merges import refusal
 from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
@@ -139,8 +139,8 @@ class TransformationRunner:
         refused: dict[str, CapabilityRefused] = {}
         for name in selected:
             strategy = model_set.models[name].strategy
-            if strategy.asks_atomic(pipeline_atomic):
-                request = model_request(self.ctx.pipeline_name, name, own=strategy.atomic is True)
+            request = strategy.atomic_request(self.ctx.pipeline_name, name, pipeline_atomic)
+            if request is not None:
                 refused[name] = refusal(request, adapter.name, adapter.dialect.level_name, probed=True)
         return refused
 

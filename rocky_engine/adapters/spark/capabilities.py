@@ -22,11 +22,12 @@ read a Parquet table before another session appended to it keeps answering from 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocky_engine.adapters.spark.errors import SparkAdapterError
 
 if TYPE_CHECKING:
+    from rocky_engine.adapters.base import WarehouseSession
     from rocky_engine.adapters.spark.session import SparkConnectSession
 
 #: table formats whose tables take MERGE INTO / UPDATE / DELETE and atomic CREATE OR REPLACE TABLE
@@ -115,10 +116,22 @@ def table_format(session: SparkConnectSession, qualified: str) -> str:
         SparkAdapterError: not-found when the table does not exist.
     """
     rows = session.query(f"DESCRIBE TABLE EXTENDED {qualified}")
-    for name, value, *_ in rows:
-        if str(name).strip() == "Provider":
-            return str(value).strip().lower()
-    return "view" if any(str(r[0]).strip() == "View Text" for r in rows) else "unknown"
+    provider = _field(rows, "Provider")
+    if provider is not None:
+        return provider.lower()
+    return "view" if _field(rows, "View Text") is not None else "unknown"
+
+
+def extended_field(session: WarehouseSession, qualified: str, name: str) -> str | None:
+    """One field of ``DESCRIBE TABLE EXTENDED qualified`` (``Location``, ``Provider``...); None if absent."""
+    return _field(session.query(f"DESCRIBE TABLE EXTENDED {qualified}"), name)
+
+
+def _field(rows: list[tuple[Any, ...]], name: str) -> str | None:
+    for row in rows:
+        if str(row[0]).strip() == name:
+            return str(row[1]).strip()
+    return None
 
 
 def _condition(text: str) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rocky_engine.adapters.base import WarehouseSession
+from rocky_engine.adapters.spark.capabilities import extended_field
 from rocky_engine.errors import AdapterError
 
 LOCATION_TAKEN = "LOCATION_ALREADY_EXISTS"
@@ -35,14 +36,12 @@ def execute_creating(
     and run the statement once more."""
     try:
         session.execute(statement)
-    except AdapterError as exc:
-        if getattr(exc, "error_class", None) != LOCATION_TAKEN:
-            raise
-        if not _reclaim(session, str(exc), catalog=catalog, schema=schema, name=name, scratch=scratch,
-                        quote=quote):
-            raise
-    else:
         return
+    except AdapterError as exc:
+        if getattr(exc, "error_class", None) != LOCATION_TAKEN or not _reclaim(
+            session, str(exc), catalog=catalog, schema=schema, name=name, scratch=scratch, quote=quote
+        ):
+            raise
     session.execute(statement)
 
 
@@ -57,7 +56,7 @@ def _reclaim(
     session.execute(f"DROP TABLE IF EXISTS {table}")
     session.execute(f"CREATE TABLE {table} (x INT) USING parquet")
     try:
-        own = _location(session, table)
+        own = extended_field(session, table, "Location") or ""
         # A schema's managed tables sit side by side under its directory, named in lower case.
         orphan = f"{own.rsplit('/', 1)[0]}/{name.lower()}" if own else ""
         if not orphan or f"'{orphan}'" not in refusal:
@@ -66,13 +65,6 @@ def _reclaim(
     finally:
         session.execute(f"DROP TABLE IF EXISTS {table}")  # a managed table: takes its directory with it
     return True
-
-
-def _location(session: WarehouseSession, table: str) -> str:
-    for row in session.query(f"DESCRIBE TABLE EXTENDED {table}"):
-        if str(row[0]).strip() == "Location":
-            return str(row[1]).strip()
-    return ""
 
 
 def _literal(text: str) -> str:
