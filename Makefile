@@ -66,4 +66,4 @@ mutate: venv
 	$(BIN)/python bench/mutate.py
 
 clean:
-	rm -rf $(VENV) .venv-published .venv-bench .venv-bench-duckdb15 .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work
+	rm -rf $(VENV) .venv-published .venv-bench .venv-bench-duckdb15 .venv-bench-rocky .dagster-home .pytest_cache .mypy_cache .ruff_cache bench/work

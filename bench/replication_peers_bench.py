@@ -37,6 +37,8 @@ from replication_peers_configs import (
     CONFIGS,
     DB_FILE,
     DEFAULT,
+    ROCKY_LIBRARIES,
+    ROCKY_VENV,
     Config,
     command,
     fresh,
@@ -58,6 +60,8 @@ class Passes:
 
     wall: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     rss_mb: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    #: user + system CPU seconds of the pass (what it costs on an idle machine: the wall time minus waits)
+    cpu_s: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     failures: list[str] = field(default_factory=list)
     types: dict[str, str] = field(default_factory=dict)
 
@@ -128,6 +132,7 @@ def run_variant(variant: str, configs: list[Config], rounds: int, server: Source
                                          f"{len(bad)} of {doc['tables']} tables differ, e.g. {bad[:2]}")
                     passes.wall[phase].append(sample.wall_s)
                     passes.rss_mb[phase].append(sample.maxrss_kib / 1024)
+                    passes.cpu_s[phase].append(sample.cpu_s)
                     passes.types = dict(doc["types"])  # type: ignore[call-overload]
                     log(f"{variant} round {rnd + 1}/{rounds} {config.name} {phase}: {sample.wall_s:.2f}s "
                         f"{sample.maxrss_kib / 1024:.0f}MB, verified")
@@ -138,7 +143,31 @@ def run_variant(variant: str, configs: list[Config], rounds: int, server: Source
                 log(f"{variant} {config.name}: FAILED: {exc}")
             finally:
                 server.reset(source)
+        if variant == "big":
+            _library_floor(results, rnd, work_dir)
     return results
+
+
+#: the pseudo-configuration under which the library floor's samples are kept (not a configuration)
+FLOOR = "rocky's libraries"
+
+
+def _library_floor(results: dict[str, Passes], rnd: int, work_dir: Path) -> None:
+    """Time `import duckdb, pyarrow, psycopg, pydantic` in rocky's venv, once per round, beside the passes.
+
+    What no rocky pass can go below however lean its own code: DESIGN.md chose these libraries (psycopg as
+    the PostgreSQL driver, pydantic for the config and wire models, pyarrow for the copy's batches) and a
+    replication into DuckDB imports all four. Compared with the incremental pass of the fastest other
+    configuration, it says whether that budget is reachable at all with them.
+    """
+    argv = [str(ROCKY_VENV / "bin" / "python"), "-c", "import " + ", ".join(ROCKY_LIBRARIES)]
+    sample = measure(argv, cwd=work_dir, config=FLOOR, rnd=rnd)
+    if sample.returncode != 0:
+        raise BenchError(f"{' '.join(argv)} exited {sample.returncode}")
+    floor = results.setdefault(FLOOR, Passes())
+    floor.wall["second"].append(sample.wall_s)
+    floor.cpu_s["second"].append(sample.cpu_s)
+    floor.rss_mb["second"].append(sample.maxrss_kib / 1024)
 
 
 def _median(xs: list[float]) -> float:
@@ -147,7 +176,7 @@ def _median(xs: list[float]) -> float:
 
 def _fastest(results: dict[str, Passes], phase: str, kinds: tuple[str, ...]) -> tuple[str, float] | None:
     ok = [(name, _median(p.wall[phase])) for name, p in results.items()
-          if CONFIGS[name].kind in kinds and not p.failures and p.wall[phase]]
+          if name in CONFIGS and CONFIGS[name].kind in kinds and not p.failures and p.wall[phase]]
     return min(ok, key=lambda x: x[1]) if ok else None
 
 
@@ -156,13 +185,16 @@ def figures_for(variant: str, results: dict[str, Passes]) -> list[Figure]:
     what = f"{len(source.tables)} x {source.rows:,}" if len(source.tables) > 1 else f"{source.rows:,} rows"
     figs: list[Figure] = []
     for name, passes in results.items():
+        if name == FLOOR:
+            continue
         for phase in PHASES:
             if not passes.wall[phase]:
                 continue
             rss = _median(passes.rss_mb[phase])
-            detail = f"peak RSS {rss:.0f} MB (median); verified"
+            detail = (f"peak RSS {rss:.0f} MB, CPU {_median(passes.cpu_s[phase]):.2f} s (medians); verified")
             figs.append(figure(f"{variant} {phase} pass ({what}): {name}", passes.wall[phase], "s",
                                detail=detail))
+    figs += _floor_figures(variant, results)
     rocky = results.get("rocky")
     if rocky is None or not rocky.wall["first"]:
         return figs
@@ -188,6 +220,24 @@ def figures_for(variant: str, results: dict[str, Passes]) -> list[Figure]:
     return figs
 
 
+def _floor_figures(variant: str, results: dict[str, Passes]) -> list[Figure]:
+    """INFO: the library floor's CPU against the CPU of the fastest other configuration's incremental pass."""
+    floor = results.get(FLOOR)
+    best = _fastest({k: v for k, v in results.items() if k != "rocky"}, "second", ("peer", "direct"))
+    if floor is None or not floor.cpu_s["second"]:
+        return []
+    mine = _median(floor.cpu_s["second"])
+    figs = [figure(f"{variant}: CPU of `import {', '.join(ROCKY_LIBRARIES)}` in rocky's venv (no work)",
+                   floor.cpu_s["second"], "s", detail=f"wall {_median(floor.wall['second']):.2f} s (median)")]
+    if best is not None:
+        theirs = _median(results[best[0]].cpu_s["second"])
+        detail = (f"imports alone {mine:.2f} s / {best[0]}'s whole second pass {theirs:.2f} s; above 1x no "
+                  "rocky pass on these libraries can be faster")
+        figs.append(Figure(f"{variant} second pass: rocky's library floor / {best[0]}'s whole pass, CPU",
+                           mine / theirs, "x", detail=detail))
+    return figs
+
+
 def table(variant: str, results: dict[str, Passes]) -> list[str]:
     """The issue's table: one row per configuration, medians of both passes, peak RSS."""
     source = VARIANTS[variant]
@@ -197,6 +247,8 @@ def table(variant: str, results: dict[str, Passes]) -> list[str]:
            " amount, updated_at in the target |", "|---|---:|---:|---:|---|"]
     for name, p in sorted(results.items(), key=lambda kv: _median(kv[1].wall["first"]) if kv[1].wall["first"]
                           else float("inf")):
+        if name == FLOOR:
+            continue
         cfg = CONFIGS[name]
         if p.failures:
             out.append(f"| {cfg.label} | failed | failed | - | {p.failures[0][:200]} |")

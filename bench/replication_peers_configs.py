@@ -4,10 +4,12 @@ Every configuration copies the same PostgreSQL tables into its own, initially em
 (`<work>/<variant>/<config>/wh.duckdb`) as a child process of its own; `command` returns that child's argv
 and environment for one pass. Three kinds:
 
-- `rocky`: `rocky run` of a replication pipeline written the way a user writes it (a postgres source
-  adapter with `password = "${PGPASSWORD}"`, a duckdb target adapter, schema pattern `src__{source}`,
-  `strategy = "incremental"` on `updated_at`), targets `stg__<source>.<table>`; `rocky-p2` the same with
-  `parallel_reads = 2` in `[source]` (two concurrent COPY range streams on `updated_at`);
+- `rocky`: `rocky run`, from rocky's bench venv (`.venv-bench-rocky`: this tree installed as a user
+  installs it, `pip install .[postgres]`, see setup_peers.sh), of a replication pipeline written the way a
+  user writes it (a postgres source adapter with `password = "${PGPASSWORD}"`, a duckdb target adapter,
+  schema pattern `src__{source}`, `strategy = "incremental"` on `updated_at`), targets
+  `stg__<source>.<table>`; `rocky-p2` the same with `parallel_reads = 2` in `[source]` (two concurrent
+  COPY range streams on `updated_at`);
 - peers: dlt (connectorx and pyarrow backends) and Sling, each configured as its documentation shows, targets
   `stg_<variant>.<name>`;
 - direct paths (`replication_peers_direct.py`): one reader, one CREATE TABLE AS / INSERT, no framework.
@@ -19,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import BENCH_DIR, BENCH_VENV, ROCKY, ROOT, child_env
+from harness import BENCH_DIR, BENCH_VENV, ROOT, child_env
 from replication_peers_pg import Source, SourceServer
 
 DUCKDB15_VENV = Path(os.environ.get("BENCH_DUCKDB15_VENV", ROOT / ".venv-bench-duckdb15"))
@@ -27,6 +29,13 @@ _SITE = "lib/python3.11/site-packages"
 SLING_BIN = BENCH_VENV / _SITE / "sling_linux_amd64" / "bin" / "sling-linux-amd64"
 DUCKDB_CLI = DUCKDB15_VENV / _SITE / "duckdb_cli" / "duckdb"
 DB_FILE = "wh.duckdb"
+#: rocky as a user installs it (setup_peers.sh): the dev venv's dagster, pyspark and pandas are not there,
+#: so pyarrow loads no numpy (~0.3 s of CPU on an incremental pass of ~1 s)
+ROCKY_VENV = Path(os.environ.get("BENCH_ROCKY_VENV", ROOT / ".venv-bench-rocky"))
+ROCKY = ROCKY_VENV / "bin" / "rocky"
+#: the libraries a rocky replication from PostgreSQL into DuckDB cannot run without (DESIGN.md's chosen
+#: ones): importing them alone, in rocky's venv, is the floor of any rocky pass
+ROCKY_LIBRARIES = ("duckdb", "pyarrow", "psycopg", "pydantic")
 
 
 @dataclass(frozen=True)
