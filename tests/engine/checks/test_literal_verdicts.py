@@ -2,9 +2,9 @@
 
 A value is compared as the warehouse reads its literal, so a literal rendered by the wrong rule compares
 against other text: on Spark, ``'it''s a\\b'`` (the ANSI rule) reads ``it's a`` + backspace, and the regex
-``'^\\d{3}$'`` reads ``^d{3}$``. Each case has a row with exactly the configured text (must pass) and then
-a row that differs by what a wrong rule would produce (must fail). The rows are built with ``chr()`` so the
-table's text never depends on the rule under test.
+``'^\\d{3}$'`` reads ``^d{3}$``. Each case checks rows with exactly the configured text (must pass: a
+wrong rule fails them) and then rows holding what a wrong rule would read instead (must fail: a wrong rule
+passes them). The rows are built with ``chr()`` so their text never depends on the rule under test.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def test_accepted_values_with_a_quote_and_a_backslash(warehouse: tuple[Warehouse
     keys = {"type": "accepted_values", "values": ["it's a\\b", "plain"]}
     exact = _check(wh, _table(wh, schema, "exact", EXACT, "'plain'"), **keys)
     assert exact["passed"] is True and exact["failing_rows"] == 0, exact
-    mangled = _check(wh, _table(wh, schema, "mangled", EXACT, MANGLED), **keys)
+    # alone in its table: a wrong rule that reads the value as this text passes it (a wrong pass)
+    mangled = _check(wh, _table(wh, schema, "mangled", MANGLED, "'plain'"), **keys)
     assert mangled["passed"] is False and mangled["failing_rows"] == 1, mangled
     assert "error" not in mangled
 
@@ -81,5 +82,5 @@ def test_regex_match_with_a_backslash_class(warehouse: tuple[WarehouseAdapter, s
     keys = {"type": "regex_match", "pattern": "^\\d{3}$"}
     digits = _check(wh, _table(wh, schema, "digits", "'123'", "'456'"), **keys)
     assert digits["passed"] is True and digits["failing_rows"] == 0, digits
-    letters = _check(wh, _table(wh, schema, "letters", "'123'", "'ddd'"), **keys)
+    letters = _check(wh, _table(wh, schema, "letters", "'ddd'"), **keys)
     assert letters["passed"] is False and letters["failing_rows"] == 1, letters
