@@ -56,7 +56,8 @@ def test_quality_assertions_on_spark_compare_the_exact_text(spark_project: Spark
 
     assert run.code == 1, run.result.stderr[-3000:]
     by_table = {r["asset_key"][-1]: {c["name"]: c for c in r["checks"]} for r in run.doc["check_results"]}
-    assert set(by_table) == {"exact", "mangled"}
+    assert {name: set(checks) for name, checks in by_table.items()} == {
+        name: {"accepted_values:s", "regex_match:code"} for name in VIEWS}
     for name, check in by_table["exact"].items():
         assert check["passed"] is True and check["failing_rows"] == 0, (name, check)
     for name, check in by_table["mangled"].items():
