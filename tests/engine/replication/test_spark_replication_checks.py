@@ -35,7 +35,9 @@ TABLES = {
 }
 
 
-def test_replication_checks_on_spark_compare_the_exact_text(spark_server: SparkServer, tmp_path: Path) -> None:
+def test_replication_checks_on_spark_compare_the_exact_text(
+    spark_server: SparkServer, tmp_path: Path
+) -> None:
     stem = uuid.uuid4().hex[:8]
     src, stg = f"src{stem}", f"stg{stem}"
     rp = ReplicationProject(tmp_path)
