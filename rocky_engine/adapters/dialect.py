@@ -64,6 +64,16 @@ class Dialect:
         """One identifier, quoted so that any name (spaces, quotes, reserved words) is taken literally."""
         return quote_ident(identifier)
 
+    def literal(self, text: str) -> str:
+        """``text`` as a string literal that this warehouse reads back as exactly ``text``.
+
+        ANSI: single quotes, a quote doubled, every other character as it is. That is right for DuckDB and
+        for PostgreSQL with ``standard_conforming_strings = on`` (its default since 9.1), where a backslash
+        is an ordinary character. A warehouse whose lexer reads backslash escapes overrides this (Spark).
+        Every string rendered into SQL goes through here, so one warehouse has one rule.
+        """
+        return "'" + text.replace("'", "''") + "'"
+
     def cast_text(self, expr: str) -> str:
         """``expr`` as text (a regex match on any column type)."""
         return f"CAST({expr} AS VARCHAR)"
@@ -322,6 +332,10 @@ class Dialect:
         for n, value in rows:
             values[int(n)] = watermark_text(value)
         return values
+
+
+#: the ANSI dialect, for SQL that runs where only ANSI is known (DuckDB and PostgreSQL speak it)
+ANSI = Dialect()
 
 
 def copy_item(name: str, source_type: str, source: Dialect, target: Dialect) -> tuple[str, SqlType]:

@@ -128,6 +128,7 @@ class WarehouseDiscovery:
         from rocky_engine.logs import get_logger
 
         wanted = column.lower()
+        literal, quote = self.adapter.dialect.literal, self.adapter.quote
         try:
             columns = self.adapter.read_columns(catalog, [s.schema for s in sources])
             parts: list[str] = []
@@ -137,7 +138,7 @@ class WarehouseDiscovery:
                                   if c.name.lower() == wanted and _temporal(c.data_type)), None)
                     if found is not None:
                         parts.append(
-                            f"SELECT {_literal(source.schema)}, MAX({self.adapter.quote(found.name)}) FROM "
+                            f"SELECT {literal(source.schema)}, MAX({quote(found.name)}) FROM "
                             f"{self.adapter.qualified(source.schema, table.name, catalog)}"
                         )
             if not parts:
@@ -163,10 +164,6 @@ def _temporal(data_type: str) -> bool:
     """A date or timestamp column (``last_sync_at`` is a moment, not a number or a string)."""
     low = data_type.lower()
     return "timestamp" in low or low.startswith("date")
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _as_utc(value: Any) -> datetime | None:

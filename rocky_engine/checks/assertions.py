@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rocky_engine.adapters.base import WarehouseSession
-from rocky_engine.adapters.dialect import Dialect
+from rocky_engine.adapters.dialect import ANSI, Dialect
 from rocky_engine.checks.sql import plain_number, sibling, sql_literal, timestamp_literal
 from rocky_engine.config.checks import Assertion
 from rocky_engine.errors import AdapterError
@@ -62,10 +62,7 @@ def assertion_applies(assertion_table: str, table_parts: Sequence[str]) -> bool:
     return list(table_parts[len(table_parts) - len(wanted):]) == wanted
 
 
-_ANSI = Dialect()
-
-
-def assertion_sql(assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = _ANSI) -> str:
+def assertion_sql(assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = ANSI) -> str:
     """The one statement behind ``assertion`` on the table ``qualified``, in ``dialect``.
 
     Row-level statements return the failing row count; table-level ones return the observed value.
@@ -83,7 +80,7 @@ def assertion_sql(assertion: Assertion, qualified: str, now: datetime, dialect: 
         cols = [quote_ident(c) for c in a.columns or []]
         return _duplicates(qualified, where, cols, "TRUE")
     if kind == "accepted_values":
-        values = ", ".join(sql_literal(v) for v in a.values or [])
+        values = ", ".join(sql_literal(v, dialect) for v in a.values or [])
         return _count(qualified, where, f"{col} IS NOT NULL AND {col} NOT IN ({values})")
     if kind == "relationships":
         parent = sibling(qualified, a.to_table or "", dialect.quote)
@@ -97,12 +94,12 @@ def assertion_sql(assertion: Assertion, qualified: str, now: datetime, dialect: 
     if kind == "in_range":
         bounds = []
         if a.min is not None:
-            bounds.append(f"{col} < {sql_literal(a.min)}")
+            bounds.append(f"{col} < {sql_literal(a.min, dialect)}")
         if a.max is not None:
-            bounds.append(f"{col} > {sql_literal(a.max)}")
+            bounds.append(f"{col} > {sql_literal(a.max, dialect)}")
         return _count(qualified, where, f"{col} IS NOT NULL AND ({' OR '.join(bounds)})")
     if kind == "regex_match":
-        pattern = sql_literal(a.pattern or "")
+        pattern = sql_literal(a.pattern or "", dialect)
         matches = dialect.regex_search(dialect.cast_text(col), pattern)
         return _count(qualified, where, f"{col} IS NOT NULL AND NOT ({matches})")
     if kind == "not_in_future":
@@ -132,7 +129,7 @@ def _duplicates(qualified: str, where: str, cols: list[str], keep: str) -> str:
 
 
 def run_assertion(
-    session: WarehouseSession, assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = _ANSI
+    session: WarehouseSession, assertion: Assertion, qualified: str, now: datetime, dialect: Dialect = ANSI
 ) -> AssertionCheck:
     """Run one assertion; its typed check ``{name, passed, severity, kind, column?, failing_rows, ...}``."""
     a = assertion
@@ -196,7 +193,7 @@ def run_assertions(
     assertions: Sequence[Assertion],
     qualified: str,
     now: datetime,
-    dialect: Dialect = _ANSI,
+    dialect: Dialect = ANSI,
 ) -> list[AssertionCheck]:
     """Run every assertion in order (each contained: one failing never stops the next)."""
     return [run_assertion(session, a, qualified, now, dialect) for a in assertions]

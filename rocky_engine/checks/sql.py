@@ -1,7 +1,8 @@
 """Small SQL helpers shared by checks and assertions: literals, qualified names, result scalars.
 
 Checks build their statements as text (no bind parameters): DuckDB takes ``?`` and psycopg ``%s``, so a
-placeholder would tie a check to one dialect, while an escaped literal runs on both.
+placeholder would tie a check to one dialect, while a literal rendered by the warehouse's dialect runs on
+any (Spark reads backslash escapes in literals, DuckDB and PostgreSQL do not: ``Dialect.literal``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from decimal import Decimal
 from typing import Any
 
 from rocky_engine.adapters.base import WarehouseSession, quote_ident
+from rocky_engine.adapters.dialect import ANSI, Dialect
 
 
-def sql_literal(value: int | float | str | bool | None) -> str:
-    """A SQL literal for ``value`` (strings single-quoted with ``''`` escaping)."""
+def sql_literal(value: int | float | str | bool | None, dialect: Dialect) -> str:
+    """A SQL literal for ``value`` in ``dialect`` (strings: ``dialect.literal``, the warehouse's one rule)."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, int | float):
         return repr(value)
-    return "'" + str(value).replace("'", "''") + "'"
+    return dialect.literal(str(value))
 
 
 def timestamp_literal(moment: datetime) -> str:
@@ -86,14 +88,15 @@ def columns_of(session: WarehouseSession, qualified: str) -> list[str]:
     """Column names of a relation, in order, from ``information_schema`` (empty when it does not exist).
 
     Two-part names (PostgreSQL's ``qualified()`` drops the catalog) are looked up by schema and table only.
+    ANSI literals and quotes: ``information_schema`` is where the ANSI dialect is spoken (Spark has none).
     """
     parts = split_qualified(qualified)
     table = parts[-1]
-    conditions = [f"table_name = {sql_literal(table)}"]
+    conditions = [f"table_name = {ANSI.literal(table)}"]
     if len(parts) >= 2:
-        conditions.append(f"table_schema = {sql_literal(parts[-2])}")
+        conditions.append(f"table_schema = {ANSI.literal(parts[-2])}")
     if len(parts) >= 3:
-        conditions.append(f"table_catalog = {sql_literal(parts[-3])}")
+        conditions.append(f"table_catalog = {ANSI.literal(parts[-3])}")
     rows = session.query(
         "SELECT column_name FROM information_schema.columns WHERE "
         + " AND ".join(conditions)

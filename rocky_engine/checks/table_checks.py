@@ -48,7 +48,8 @@ class CheckTarget:
     timestamp_column: str | None
     #: target columns the pipeline adds itself (metadata columns), ignored by column_match
     ignore_columns: list[str] = field(default_factory=list)
-    #: the target warehouse's dialect (identifiers, regex); the ANSI one by default (DuckDB, PostgreSQL)
+    #: the target warehouse's dialect (identifiers, string literals, regex); ANSI by default (DuckDB,
+    #: PostgreSQL)
     dialect: Dialect = field(default_factory=Dialect)
 
 

@@ -260,10 +260,10 @@ class _Scratch:
         import duckdb
 
         from rocky_engine.adapters.base import quote_ident
-        from rocky_engine.checks.sql import sql_literal
+        from rocky_engine.adapters.dialect import ANSI
 
         try:
-            self.con.execute(f"ATTACH {sql_literal(str(warehouse))} AS {quote_ident(catalog)} (READ_ONLY)")
+            self.con.execute(f"ATTACH {ANSI.literal(str(warehouse))} AS {quote_ident(catalog)} (READ_ONLY)")
             self.con.execute(f"USE {quote_ident(catalog)}")
         except duckdb.Error as exc:
             locked = "lock" in str(exc).lower()

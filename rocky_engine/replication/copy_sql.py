@@ -257,10 +257,6 @@ def _read_batch(session: WarehouseSession, batch: list[CopySpec], found: Waterma
             found.errors[spec.target_rel] = exc
 
 
-def _literal(text: str) -> str:
-    return text.replace("'", "''")
-
-
 def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark: bool = True) -> CopyResult:
     """Copy one table whose source lives in the target's warehouse; SQL only, nothing through Python.
 
@@ -275,7 +271,7 @@ def copy_same_warehouse(session: WarehouseSession, spec: CopySpec, *, read_mark:
     elif spec.strategy == "merge":
         since: str | None = None
         if spec.ts and spec.watermark is not None:
-            since = f"CAST('{_literal(spec.watermark)}' AS {spec.ts_type})"
+            since = f"CAST({spec.dialect.literal(spec.watermark)} AS {spec.ts_type})"
         delete, insert = merge_statements(spec, src, since)
 
         def merge() -> int | None:

@@ -134,6 +134,7 @@ class QualityRunner:
                 source_qualified=None,
                 source_session=None,
                 timestamp_column=ts_column if ts_column in t.columns else None,
+                dialect=adapter.dialect,
             )
             return run_table_checks(session, pipeline.checks, target, baseline=baseline, now=now)
 

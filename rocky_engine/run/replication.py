@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from rocky_engine.checks.table_checks import TableCheckOutcome
     from rocky_engine.config.checks import ChecksConfig
     from rocky_engine.config.pipelines import ReplicationPipeline
+    from rocky_engine.replication.copy_sql import CopySpec
     from rocky_engine.run.context import RunContext
 
 Worker = tuple[WarehouseSession, WarehouseSession]
@@ -267,7 +268,7 @@ class ReplicationRunner:
             result = copy_across(src, tgt, spec)
         copy = TableCopy(result, deferred_mark=deferred)
         if checks is not None:
-            copy.checks = self._check(item, spec.target_rel, spec.source_rel, src, tgt, same, checks)
+            copy.checks = self._check(item, spec, src, tgt, same, checks)
         # The rows in the target after the copy, for the event: row_count counted them already, a full
         # refresh holds exactly what it copied, else one COUNT(*) (only when the event has a reader).
         if copy.checks is not None and copy.checks.row_count is not None:
@@ -279,14 +280,13 @@ class ReplicationRunner:
         return copy
 
     def _check(
-        self, item: PreparedTable, target_rel: str, source_rel: str, src: WarehouseSession,
-        tgt: WarehouseSession, same: bool, checks: ChecksConfig,
+        self, item: PreparedTable, spec: CopySpec, src: WarehouseSession, tgt: WarehouseSession, same: bool,
+        checks: ChecksConfig,
     ) -> TableCheckOutcome:
         from rocky_engine.checks.table_checks import CheckTarget, run_table_checks
 
         pipeline: ReplicationPipeline = self.ctx.pipeline
-        spec = item.spec
-        has_ts = spec is not None and pipeline.timestamp_column in {c.name for c in spec.columns}
+        has_ts = pipeline.timestamp_column in {c.name for c in spec.columns}
         # Checks run per table, right after its copy, so the check events are per table too.
         self.ctx.events.fire("before_checks", table=item.plan.key)
         outcome = run_table_checks(
@@ -295,11 +295,12 @@ class ReplicationRunner:
             CheckTarget(
                 asset_key=list(item.plan.asset_key),
                 table_key=item.plan.key,
-                qualified=target_rel,
-                source_qualified=source_rel,
+                qualified=spec.target_rel,
+                source_qualified=spec.source_rel,
                 source_session=None if same else src,
                 timestamp_column=pipeline.timestamp_column if has_ts else None,
                 ignore_columns=[m.name for m in pipeline.metadata_columns],
+                dialect=spec.dialect,
             ),
             baseline=self.ctx.store.checks.row_count_baseline,
             now=self.ctx.clock(),

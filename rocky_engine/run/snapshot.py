@@ -136,7 +136,7 @@ class SnapshotRunner:
         key = ".".join(asset)
         target = CheckTarget(
             asset_key=asset, table_key=key, qualified=qualified, source_qualified=None,
-            source_session=None, timestamp_column=pipeline.updated_at,
+            source_session=None, timestamp_column=pipeline.updated_at, dialect=adapter.dialect,
         )
         outcome = run_table_checks(adapter, pipeline.checks, target,
                                    baseline=ctx.store.checks.row_count_baseline, now=ctx.started_at)

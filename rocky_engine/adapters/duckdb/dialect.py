@@ -52,7 +52,7 @@ class DuckDbDialect(Dialect):
         self, fmt: str, paths: Sequence[str], *, union_by_name: bool = False,
         csv_delimiter: str | None = None, csv_header: bool | None = None,
     ) -> str:
-        quoted = [_literal(p) for p in paths]
+        quoted = [self.literal(p) for p in paths]
         where = quoted[0] if len(quoted) == 1 else f"[{', '.join(quoted)}]"
         options = ", union_by_name = true" if union_by_name else ""
         if fmt == "parquet":
@@ -61,7 +61,7 @@ class DuckDbDialect(Dialect):
             return f"read_json_auto({where}, format = 'newline_delimited'{options})"
         if fmt == "csv":
             if csv_delimiter is not None:
-                options += f", delim = {_literal(csv_delimiter)}"
+                options += f", delim = {self.literal(csv_delimiter)}"
             if csv_header is not None:
                 options += f", header = {'true' if csv_header else 'false'}"
             return f"read_csv_auto({where}{options})"
@@ -69,10 +69,6 @@ class DuckDbDialect(Dialect):
 
     def describe_select(self, session: WarehouseSession, select: str) -> list[Column]:
         return [Column(str(row[0]), str(row[1])) for row in session.query(f"DESCRIBE {select}")]
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 DIALECT = DuckDbDialect()

@@ -18,18 +18,21 @@ This runs only after a refusal: the statements of a normal build are unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseSession
 from rocky_engine.adapters.spark.capabilities import extended_field
 from rocky_engine.errors import AdapterError
+
+if TYPE_CHECKING:
+    from rocky_engine.adapters.dialect import Dialect
 
 LOCATION_TAKEN = "LOCATION_ALREADY_EXISTS"
 
 
 def execute_creating(
     session: WarehouseSession, statement: str, *, catalog: str, schema: str, name: str, scratch: str,
-    quote: Callable[[str], str],
+    dialect: Dialect,
 ) -> None:
     """Run ``statement``, which creates the managed table ``catalog.schema.name``; when an orphaned
     directory holds that table's location, reclaim it (through the table ``scratch`` of the same schema)
@@ -39,7 +42,7 @@ def execute_creating(
         return
     except AdapterError as exc:
         if getattr(exc, "error_class", None) != LOCATION_TAKEN or not _reclaim(
-            session, str(exc), catalog=catalog, schema=schema, name=name, scratch=scratch, quote=quote
+            session, str(exc), catalog=catalog, schema=schema, name=name, scratch=scratch, dialect=dialect
         ):
             raise
     session.execute(statement)
@@ -47,10 +50,11 @@ def execute_creating(
 
 def _reclaim(
     session: WarehouseSession, refusal: str, *, catalog: str, schema: str, name: str, scratch: str,
-    quote: Callable[[str], str],
+    dialect: Dialect,
 ) -> bool:
     """Delete the directory at ``name``'s default location; False (nothing deleted) when the refusal did
     not name that directory."""
+    quote = dialect.quote
     ns = ".".join(quote(p) for p in (catalog, schema))
     table = f"{ns}.{quote(scratch)}"
     session.execute(f"DROP TABLE IF EXISTS {table}")
@@ -61,11 +65,7 @@ def _reclaim(
         orphan = f"{own.rsplit('/', 1)[0]}/{name.lower()}" if own else ""
         if not orphan or f"'{orphan}'" not in refusal:
             return False
-        session.execute(f"ALTER TABLE {table} SET LOCATION {_literal(orphan)}")
+        session.execute(f"ALTER TABLE {table} SET LOCATION {dialect.literal(orphan)}")
     finally:
         session.execute(f"DROP TABLE IF EXISTS {table}")  # a managed table: takes its directory with it
     return True
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

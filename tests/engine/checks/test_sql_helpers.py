@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from rocky_engine.adapters.dialect import ANSI
 from rocky_engine.adapters.duckdb.adapter import DuckDbAdapter
+from rocky_engine.adapters.spark.dialect import SparkDialect
 from rocky_engine.checks.sql import (
     as_utc,
     columns_of,
@@ -25,7 +27,13 @@ from rocky_engine.checks.sql import (
     [(None, "NULL"), (True, "TRUE"), (3, "3"), (2.5, "2.5"), ("it's", "'it''s'"), ("", "''")],
 )
 def test_sql_literal(value: Any, literal: str) -> None:
-    assert sql_literal(value) == literal
+    assert sql_literal(value, ANSI) == literal
+
+
+def test_sql_literal_renders_strings_by_the_dialect_given() -> None:
+    # Strings take the warehouse's rule (tests/engine/adapters/test_literals.py); other values are the same.
+    assert sql_literal("it's a\\b", SparkDialect()) == "'it\\'s a\\\\b'"
+    assert sql_literal(2.5, SparkDialect()) == "2.5"
 
 
 def test_timestamp_literal_is_utc_without_offset() -> None:
