@@ -8,7 +8,7 @@ typo at a time is how people edit configs, and later errors are often consequenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,20 @@ def dotted(parts: Loc) -> str:
     return out
 
 
-def translate(exc: ValidationError, *, file: Path, prefix: Loc) -> ConfigError:
-    """The ConfigError for the first problem in ``exc``; ``prefix`` is where the validated table sits."""
+def where(loc: Loc, file: Path) -> str:
+    """Where a key sits, for a message: ``in [pipeline.m.execution]``, or ``at the top level of
+    connector.toml`` for a file validated as a whole (``in []`` named nothing a user can find)."""
+    return f"in [{dotted(loc)}]" if loc else f"at the top level of {file.name}"
+
+
+def translate(
+    exc: ValidationError, *, file: Path, prefix: Loc, missing_hints: Mapping[str, str] | None = None
+) -> ConfigError:
+    """The ConfigError for the first problem in ``exc``; ``prefix`` is where the validated table sits.
+
+    Args:
+        missing_hints: the fix for a missing required key, by dotted key, where "add it" says too little.
+    """
     errors = exc.errors(include_url=False)
     if not errors:  # pragma: no cover - pydantic never raises an empty ValidationError
         return ConfigError("invalid configuration", file=file, key=dotted(prefix))
@@ -47,24 +59,24 @@ def translate(exc: ValidationError, *, file: Path, prefix: Loc) -> ConfigError:
     if kind == "rocky_unknown_key":
         key = str(ctx.get("key", ""))
         return ConfigError(
-            f"unknown key '{key}' in [{dotted(loc)}]; valid keys: {ctx.get('valid', '')}",
+            f"unknown key '{key}' {where(loc, file)}; valid keys: {ctx.get('valid', '')}",
             file=file,
             key=dotted([*loc, key]),
             hint="fix the spelling or remove the key",
         )
     if kind == "extra_forbidden":
         return ConfigError(
-            f"unknown key '{loc[-1]}' in [{dotted(loc[:-1])}]",
+            f"unknown key '{loc[-1]}' {where(loc[:-1], file)}",
             file=file,
             key=dotted(loc),
             hint="fix the spelling or remove the key",
         )
     if kind == "missing":
         return ConfigError(
-            f"missing required key '{loc[-1]}' in [{dotted(loc[:-1])}]",
+            f"missing required key '{loc[-1]}' {where(loc[:-1], file)}",
             file=file,
             key=dotted(loc),
-            hint="add it",
+            hint=(missing_hints or {}).get(dotted(loc), "add it"),
         )
 
     if kind in _EXPECTED:

@@ -30,7 +30,9 @@ V016  warning   ``freshness = true`` on a schedule with no budget (``[freshness]
                 for a transformation pipeline a model ``freshness.max_lag_seconds``)
 V017  error     a replication template placeholder is not a ``schema_pattern`` component
 V018  error     ``[state]`` cannot work as written (``gcs``, a remote backend without its location)
-V019  error     a connector manifest file does not exist
+V019  error     a connector manifest cannot be loaded: the file is missing, unreadable or not TOML, or it
+                breaks a manifest rule (unknown key, missing ``egress_hosts``, ``protocol_version`` not 0,
+                ...); the loader of ``rocky load --connector`` decides, so both refuse the same manifests
 V020  warning   the project defines no pipelines and no connectors
 V021  error     a merge asks to be atomic (``atomic_merges``, ``[strategy] atomic``) on an adapter whose
                 declared capability level has no MERGE (``ops.validate_atomic``)
@@ -43,6 +45,7 @@ import re
 from collections.abc import Iterator
 
 from rocky_engine.config.adapters import WAREHOUSE_TYPES
+from rocky_engine.config.connector_manifest import load_manifest
 from rocky_engine.config.model import RockyConfig
 from rocky_engine.config.pipelines import (
     LoadPipeline,
@@ -55,6 +58,7 @@ from rocky_engine.config.pipelines import (
 # re-exported: callers and tests import these from here
 from rocky_engine.config.schedule_syntax import cron_problem as cron_problem
 from rocky_engine.config.schedule_syntax import timezone_problem as timezone_problem
+from rocky_engine.errors import ConfigError
 from rocky_engine.graph import find_cycles
 from rocky_engine.wire.validate import (
     ValidationMessage,
@@ -275,12 +279,10 @@ def _state(cfg: RockyConfig) -> Iterator[ValidationMessage]:
 
 
 def _connectors(cfg: RockyConfig) -> Iterator[ValidationMessage]:
+    # The loader `rocky load --connector` uses, so validate refuses exactly what the load would, in its
+    # words (file, key and fix); prefixed with the connector, since several may share one manifest name.
     for name, c in cfg.connectors.items():
-        manifest = c.manifest_path(cfg.root)
-        if not manifest.is_file():
-            yield error_message(
-                "V019",
-                f"connector '{name}' manifest {manifest} does not exist; fix the path (relative to "
-                "rocky.toml's directory) or add the connector.toml",
-                f"connector.{name}.manifest",
-            )
+        try:
+            load_manifest(c.manifest_path(cfg.root), connector=name)
+        except ConfigError as exc:
+            yield error_message("V019", f"connector '{name}': {exc}", f"connector.{name}.manifest")

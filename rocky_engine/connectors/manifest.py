@@ -1,9 +1,4 @@
-"""``connector.toml``: the manifest a connector author ships next to the program.
-
-Strict like ``[connector.*]`` (CONTRACT section 0): an unknown key is refused, because a misspelled limit
-would silently run the program without its cap, and a missing ``egress_hosts`` is refused because the list
-is the author's statement of which hosts the program calls (``[]`` for none). ``protocol_version`` must be
-0, the only protocol this engine speaks.
+"""Resolving a manifest's ``command`` (the manifest itself is read by ``config.connector_manifest``).
 
 The first element of ``command`` is resolved like a shell would, but against the manifest directory rather
 than the working directory (the program runs in its scratch directory): a relative path with a slash is
@@ -15,83 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
-
-from rocky_engine.config.base import StrictModel
-from rocky_engine.config.connectors import ConnectorLimits
-from rocky_engine.config.error_format import translate
-from rocky_engine.config.toml_file import parse_toml, read_text
+from rocky_engine.config.connector_manifest import LoadedManifest
 from rocky_engine.errors import ConfigError
-from rocky_engine.wire.connector import PROTOCOL_VERSION
-
-#: The one protocol version this engine implements.
-
-
-class Manifest(StrictModel):
-    """A validated ``connector.toml``."""
-
-    protocol_version: int
-    name: str = Field(min_length=1)
-    command: list[str]
-    state_schema_version: int = Field(ge=0)
-    egress_hosts: list[str]
-    limits: ConnectorLimits = Field(default_factory=ConnectorLimits)
-
-    @field_validator("protocol_version", mode="before")
-    @classmethod
-    def _protocol_zero(cls, value: object) -> object:
-        if isinstance(value, bool) or value != PROTOCOL_VERSION:
-            raise PydanticCustomError(
-                "rocky_protocol_version",
-                "protocol_version must be 0 (got {got}); this rocky speaks child connector protocol 0 only",
-                {"got": repr(value)},
-            )
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _command_not_empty(cls, value: list[str]) -> list[str]:
-        if not value or not value[0].strip():
-            raise PydanticCustomError(
-                "rocky_command",
-                "command must not be empty; write the program and its arguments, e.g. [\"./main.py\"]",
-            )
-        return value
-
-
-@dataclass(frozen=True)
-class LoadedManifest:
-    """A manifest with the place it came from (relative command paths start there)."""
-
-    manifest: Manifest
-    path: Path
-
-    @property
-    def directory(self) -> Path:
-        return self.path.parent
-
-
-def load_manifest(path: Path) -> LoadedManifest:
-    """Read and validate the manifest at ``path``.
-
-    Raises:
-        ConfigError: the file is missing, is not TOML, or breaks a manifest rule (file, key and fix).
-    """
-    if not path.exists():
-        raise ConfigError(
-            f"connector manifest {path} does not exist",
-            hint="fix `manifest` in [connector.<name>] (relative paths start at rocky.toml's directory)",
-        )
-    raw = parse_toml(read_text(path, label="connector manifest"), file=path)
-    try:
-        manifest = Manifest.model_validate(raw)
-    except ValidationError as exc:
-        raise translate(exc, file=path, prefix=()) from None
-    return LoadedManifest(manifest=manifest, path=path.absolute())
 
 
 def resolve_command(loaded: LoadedManifest, search_path: str | None) -> list[str]:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rocky_engine.config.connector_manifest import LoadedManifest, load_manifest
 from rocky_engine.config.connectors import ConnectorConfig
 from rocky_engine.connectors.contract import Contract, parse_contract
 from rocky_engine.connectors.limits import EffectiveLimits, effective_limits
-from rocky_engine.connectors.manifest import LoadedManifest, load_manifest, resolve_command
+from rocky_engine.connectors.manifest import resolve_command
 from rocky_engine.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def plan_connector(project: Project, name: str, env: Mapping[str, str]) -> Conne
     config = project.config
     cfg = config.connector(name)
     file = config.path
-    manifest = load_manifest(cfg.manifest_path(project.root))
+    manifest = load_manifest(cfg.manifest_path(project.root), connector=name)
     contract = parse_contract(cfg.contract, connector=name, file=file)
     missing = [s for s in cfg.secrets if s not in env]
     if missing:

@@ -105,3 +105,20 @@ def test_validate_of_a_spark_project_never_imports_pyspark(tmp_path: Path) -> No
     code, line = _probe(["validate", "--output", "json"], names, cwd=tmp_path)
     assert code == 1, line  # V021: the plugin was consulted
     assert line.startswith("PROBE loaded=rocky_engine.adapters.spark.plugin "), line
+
+
+def test_validate_of_a_connector_project_loads_its_manifest_without_the_runner(tmp_path: Path) -> None:
+    # V019 reads the manifest with the loader `rocky load --connector` uses; that loader is config, so the
+    # runner (and the duckdb / pyarrow it stages with) stays out of validate.
+    (tmp_path / "conn").mkdir()
+    (tmp_path / "conn" / "connector.toml").write_text(
+        'protocol_version = 1\nname = "c"\ncommand = ["./main.py"]\nstate_schema_version = 1\n'
+        "egress_hosts = []\n")
+    (tmp_path / "rocky.toml").write_text(
+        '[adapter]\ntype = "duckdb"\npath = "w.duckdb"\n\n[connector.c]\nmanifest = "conn/connector.toml"\n'
+        'output_uri = "file://./landing"\ntarget = { catalog = "w", schema = "raw", table = "t" }\n'
+    )
+    names = ("duckdb", "pyarrow", "rocky_engine.connectors", "rocky_engine.config.connector_manifest")
+    code, line = _probe(["validate", "--output", "json"], names, cwd=tmp_path)
+    assert code == 1, line  # V019: protocol_version 1, so the manifest was read
+    assert line.startswith("PROBE loaded=rocky_engine.config.connector_manifest "), line

@@ -259,7 +259,15 @@ def test_connector_manifest_missing(tmp_path: Path) -> None:
     [msg] = validate_config(load(tmp_path, text))
     assert (msg.code, msg.field) == ("V019", "connector.c.manifest")
     (tmp_path / "conn").mkdir()
-    (tmp_path / "conn" / "connector.toml").write_text("protocol_version = 0\n")
+    manifest = tmp_path / "conn" / "connector.toml"
+    manifest.write_text("protocol_version = 0\n")  # found, but not a manifest the load would accept
+    [msg] = validate_config(load(tmp_path, text))
+    assert (msg.code, msg.field) == ("V019", "connector.c.manifest")
+    assert msg.message.startswith(f"connector 'c': {manifest}: name: missing required key 'name'")
+    manifest.write_text(
+        'protocol_version = 0\nname = "c"\ncommand = ["./main.py"]\nstate_schema_version = 1\n'
+        "egress_hosts = []\n"
+    )
     assert validate_config(load(tmp_path, text)) == []
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rocky_engine.config.connector_manifest import load_manifest
 from rocky_engine.config.connectors import ConnectorLimits
 from rocky_engine.connectors.limits import (
     DEFAULT_OUTPUT_BYTES,
@@ -16,7 +17,7 @@ from rocky_engine.connectors.limits import (
     claim_ttl_hours,
     effective_limits,
 )
-from rocky_engine.connectors.manifest import load_manifest, resolve_command
+from rocky_engine.connectors.manifest import resolve_command
 from rocky_engine.errors import ConfigError
 from tests.engine.connectors.kit import ConnectorProject
 
@@ -46,7 +47,7 @@ def test_manifest_loads_with_limits(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (GOOD + "colour = 1\n", "unknown key 'colour'"),
+        (GOOD + "colour = 1\n", "unknown key 'colour' at the top level of connector.toml"),
         (GOOD + "[limits]\nwall_time = 5\n", "unknown key 'wall_time' in [limits]"),
         (GOOD.replace("egress_hosts = []\n", ""), "missing required key 'egress_hosts'"),
         (GOOD.replace("protocol_version = 0", "protocol_version = 1"),
