@@ -131,6 +131,10 @@ class _Run:
         #: the state store held from just before the promote through the state commit
         self.held: SyncedStore | None = None
         self.lock_wait = float(plan.config.state_lock_wait_secs)
+        #: perf_counter() when staging began and when the INSERT returned or failed: one INSERT reads every
+        #: file of the batch, so this is each file's duration_ms (None: not staged, or not done yet)
+        self.staged_at: float | None = None
+        self.landed_at: float | None = None
 
     # ------------------------------------------------------------------ the run
 
@@ -329,12 +333,22 @@ class _Run:
             remove_scratch(scratch)
 
     def _report(self, result: ConnectorResult, *, error: str | None, loaded: bool) -> None:
-        table = self.plan.config.target.table
+        target = self.plan.config.target
+        duration_ms = self._batch_ms()
         for f in result.files:
             if loaded and error is None:
-                self.out.add(LoadedFile(path=f.path, table=table, rows=f.rows, bytes=f.bytes))
+                self.out.add(LoadedFile(path=f.path, table=target.table, target=target.full_name, rows=f.rows,
+                                        bytes=f.bytes, duration_ms=duration_ms))
             else:
-                self.out.add(LoadedFile(path=f.path, table=table, error=error or "not loaded"))
+                self.out.add(LoadedFile(path=f.path, table=target.table, target=target.full_name,
+                                        error=error or "not loaded", duration_ms=duration_ms))
+
+    def _batch_ms(self) -> int:
+        """The batch's time from staging to the end of its INSERT (to now while that has not ended)."""
+        if self.staged_at is None:
+            return 0
+        end = self.landed_at if self.landed_at is not None else time.perf_counter()
+        return int((end - self.staged_at) * 1000)
 
     def _stage_and_promote(self, result: ConnectorResult) -> int | None:
         """Stage and promote; the rows appended, or None when the run failed (claim handled)."""
@@ -352,6 +366,7 @@ class _Run:
         self.on_interrupt(self._interrupt_staging)
         try:
             self._drop_leftovers(promoter)
+            self.staged_at = time.perf_counter()
             try:
                 self._check_stop()
                 promoter.stage(result.files)
@@ -376,12 +391,14 @@ class _Run:
             try:
                 rows = promoter.promote()
             except RockyError as exc:
+                self.landed_at = time.perf_counter()
                 message = (f"the promote failed: {exc}; some rows may already be in the table, so the claim "
                            f"{self.key} stays in flight until it expires (the batch then loads again)")
                 self._drop(promoter)
                 self._fail(message)
                 self._report(result, error=message, loaded=False)
                 return None
+            self.landed_at = time.perf_counter()
             self._drop(promoter)
             log.info("connector %s: promoted %d rows into %s; committing the state", plan.name, rows,
                      plan.config.target.full_name)

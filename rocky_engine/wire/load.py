@@ -32,6 +32,8 @@ class LoadedFile(WireModel):
     target: str = ""
     rows: int = published("rows_loaded", 0)
     bytes: int = published("bytes_read", 0)
+    #: the time the file took to load; a connector batch's files share the batch's staging-to-INSERT time
+    #: (its one INSERT reads every file at once)
     duration_ms: int = 0
     error: str | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,36 @@ def test_output_dir_that_cannot_be_created_fails_and_frees_the_claim(cp: Connect
     assert res.returncode == 1
     assert res.connector["error"].startswith("cannot create the connector output directory")
     assert cp.claims()["connector:fake:0"]["state"] == "failed"
+
+
+def _logged_at(stderr: str, start: str) -> datetime:
+    """When the first JSON log line whose message starts with ``start`` was written."""
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            if entry["message"].startswith(start):
+                return datetime.fromisoformat(entry["ts"])
+    raise AssertionError(f"no log line starts with {start!r}:\n{stderr}")
+
+
+def test_files_name_the_target_and_the_time_the_batch_took_to_land(cp: ConnectorProject) -> None:
+    cp.setup("ok", "rows=4", "files=2")
+    res = cp.load()
+    assert res.returncode == 0, res.stderr
+    files = res.json["files"]
+    assert [f["target"] for f in files] == ["wh.raw.events", "wh.raw.events"]
+    # One INSERT reads every file of the batch, so each file took the batch's staging-to-INSERT time: more
+    # than nothing, and within the log lines that frame it (the program's run is before them).
+    produced = _logged_at(res.stderr, "connector fake: attempt 1 produced 2 file(s)")
+    promoted = _logged_at(res.stderr, "connector fake: promoted 8 rows")
+    window_ms = (promoted - produced).total_seconds() * 1000
+    for f in files:
+        assert 0 < f["duration_ms"] <= window_ms + 1, (f, window_ms)
+    assert files[0]["duration_ms"] == files[1]["duration_ms"]
+    assert res.json["duration_ms"] > window_ms  # the run's own duration also counts the program's run
+
+    cp.setup("mixed")  # staging refuses the batch: the files still name where they were headed
+    failed = cp.load()
+    assert failed.returncode == 1
+    assert [(f["target"], f["rows"]) for f in failed.json["files"]] == [("wh.raw.events", 0)] * 2
+    assert all(f["duration_ms"] <= failed.json["duration_ms"] for f in failed.json["files"])
