@@ -164,7 +164,7 @@ class _Tick(Recovery):
             raise StateError(f"cannot take the tick lock in {self.dot_rocky}: {exc}") from exc
         if outcome == "in_progress":
             self.out.tick_in_progress = True
-            self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="tick_in_progress"))
+            self.out.skipped.append(Skipped(reason="tick_in_progress"))
             return
         try:
             if outcome == "overridden":
@@ -181,7 +181,7 @@ class _Tick(Recovery):
                 # Exit 0 is right (the next tick evaluates it all), but a timer that keeps meeting a busy
                 # store must be visible in its logs, not only in the JSON nobody keeps.
                 log.warning("skipping this tick (state_busy): %s", exc)
-                self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="state_busy"))
+                self.out.skipped.append(Skipped(reason="state_busy"))
                 return
             try:
                 self._reconcile()
@@ -210,8 +210,10 @@ class _Tick(Recovery):
             self.submitted.setdefault(claim.pipeline, []).append(claim)
         listing = list_demands(self.spool)
         for error in listing.errors:
+            # errors[] makes the exit 1; the skip is the published shape of "webhook demand not consumed"
             log.error("%s", error)
             self.out.errors.append(error)
+            self.out.skipped.append(Skipped(source="webhook", reason="spool_unreadable", detail=error))
         demands: dict[str, list[Demand]] = {}
         for demand in listing.demands:
             if self.only is not None and demand.pipeline != self.only:
