@@ -6,7 +6,8 @@ covers both ``rocky tick`` timers and ``rocky serve --scheduler``:
 - Critical: ``.rocky/tick.lock`` is held but its heartbeat is stale (a wedged reconciler; restart the
   process that holds it);
 - Warning: no tick has evaluated any schedule for more than twice the shortest cron interval (the timer
-  looks dead), or none ever has;
+  looks dead), or none ever has; or the last evaluation is dated in the future (a tick ran at a future
+  ``--now`` or the clock went back: its cron anchors and backoffs are dated ahead too, ``clock.py``);
 - otherwise healthy. Without any ``[pipeline.*.schedule]`` the check does not apply.
 """
 
@@ -17,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from rocky_engine.errors import RockyError
+from rocky_engine.schedule.clock import ahead_of
 from rocky_engine.schedule.incidents import INCIDENTS_DIR, IncidentDirRefused, list_incidents
 from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS, inspect_tick_lock
 from rocky_engine.state._time import rfc3339, utc
@@ -107,6 +109,23 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
             "warning",
             "no tick has evaluated any schedule yet: the timer looks dead or was never wired",
             suggestions=["run `rocky tick` from a one-minute cron or systemd timer (see docs/scheduling.md)"],
+            **common,
+        )
+    ahead = ahead_of(last, now)
+    if ahead is not None:
+        return SchedulerHealth(
+            True,
+            "warning",
+            f"the last tick evaluated at {rfc3339(last)}, {int(ahead.total_seconds())} s later than now "
+            f"({rfc3339(now)}): a tick ran with a --now in the future, or this host's clock went back. The "
+            "cron anchors and backoffs it stored are dated ahead too: cron slots up to then do not fire, "
+            "and this check cannot tell a dead timer until then",
+            suggestions=[
+                "check the host clock (`timedatectl`, NTP) first",
+                f"if a `rocky tick --now` in the future wrote it, cron and backoff resume once the clock passes "
+                f"{rfc3339(last)}; `rocky tick --dry-run` lists the pipelines it holds back (not_due, "
+                "resume_at). Run future instants only with --dry-run",
+            ],
             **common,
         )
     if interval is not None and now - last > 2 * interval:

@@ -39,6 +39,7 @@ from rocky_engine.schedule.claim_lifecycle import (
     row_after_outcome,
     webhook_claim_key,
 )
+from rocky_engine.schedule.clock import refuse_future_now
 from rocky_engine.schedule.decide import Decision, decide
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
 from rocky_engine.schedule.recovery import Recovery
@@ -105,9 +106,13 @@ class Reconciler:
         Raises:
             ConfigError: an ``after`` cycle, or ``pipeline`` is not a pipeline.
             StateError: the state store cannot be opened (other than another writer holding it).
+            UsageError: a live tick's clock is ahead of the wall clock (``clock.py``: it would date the
+                stored cursors in the future).
         """
         t0 = time.perf_counter()
         now = self.clock()
+        if not dry_run:
+            refuse_future_now(now, self.wall())
         out = TickOutput(dry_run=dry_run, now=rfc3339(now))
         if pipeline is not None:
             project.config.pipeline(pipeline)
