@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from rocky_engine.errors import RockyError
 from rocky_engine.schedule.clock import ahead_of
 from rocky_engine.schedule.incidents import INCIDENTS_DIR, IncidentDirRefused, list_incidents
-from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS, inspect_tick_lock
+from rocky_engine.schedule.tick_lock import (
+    STALE_AFTER_SECONDS,
+    TickLockInfo,
+    age_text,
+    holder_text,
+    inspect_tick_lock,
+)
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.wire.schedule import TickLockState
 
@@ -75,19 +81,7 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
         return SchedulerHealth(False, "healthy", "no pipeline declares a [schedule]; nothing to check")
     lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
     if lock.state == "wedged":
-        holder = f"pid {lock.holder_pid}" if lock.holder_pid else "a process"
-        if lock.holder_hostname:
-            holder += f" on {lock.holder_hostname}"
-        age = f"{lock.heartbeat_age_seconds:.0f} s" if lock.heartbeat_age_seconds is not None else "missing"
-        return SchedulerHealth(
-            True,
-            "critical",
-            f"{project.dot_rocky / 'tick.lock'} is held by {holder} with a stale heartbeat ({age}, over "
-            f"{STALE_AFTER_SECONDS:.0f} s): the reconciler is wedged",
-            tick_lock=lock.state,
-            heartbeat_age_seconds=lock.heartbeat_age_seconds,
-            suggestions=[f"restart the process holding the tick lock ({holder})"],
-        )
+        return _wedged(project, lock)
     try:
         last = _last_evaluated(project)
     except RockyError as exc:
@@ -139,6 +133,34 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
         )
     state = "a tick is in progress" if lock.state == "held" else "the tick lock is free"
     return SchedulerHealth(True, "healthy", f"last tick evaluated at {rfc3339(last)}; {state}", **common)
+
+
+def _wedged(project: Project, lock: TickLockInfo) -> SchedulerHealth:
+    """Critical: name the process that holds the flock and the age of its own last heartbeat (after an
+    override too: the overriding ticks have exited, and their heartbeat is not the holder's)."""
+    holder = holder_text(lock.holder_pid, lock.holder_hostname)
+    took = f", which took it at {rfc3339(_at(lock.holder_acquired_at))}" if lock.holder_acquired_at else ""
+    message = (
+        f"{project.dot_rocky / 'tick.lock'} is held by {holder}{took}, with a stale heartbeat "
+        f"({age_text(lock.heartbeat_age_seconds)}, over {STALE_AFTER_SECONDS:.0f} s): the reconciler is wedged"
+    )
+    if lock.overridden_at is not None:
+        message += f"; ticks override it since {rfc3339(_at(lock.overridden_at))}"
+    suggestion = f"restart the process holding the tick lock ({holder})"
+    if lock.holder_pid and lock.holder_acquired_at:
+        # a pid can be reused: the start time tells the wedged reconciler from an unrelated process
+        suggestion += (
+            f"; check first that it is the reconciler that started by {rfc3339(_at(lock.holder_acquired_at))}"
+            f" (`ps -o pid,lstart,args -p {lock.holder_pid}`)"
+        )
+    return SchedulerHealth(
+        True, "critical", message, tick_lock=lock.state, heartbeat_age_seconds=lock.heartbeat_age_seconds,
+        suggestions=[suggestion],
+    )
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _last_evaluated(project: Project) -> datetime | None:

@@ -45,7 +45,13 @@ from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, f
 from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
 from rocky_engine.schedule.spool import Demand, list_demands, spool_dir_of, sweep_markers
-from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
+from rocky_engine.schedule.tick_lock import (
+    HEARTBEAT_INTERVAL_SECONDS,
+    STALE_AFTER_SECONDS,
+    TickLock,
+    age_text,
+    holder_text,
+)
 from rocky_engine.schedule.tick_output import NOTABLE_REASONS, TickOutput
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
@@ -174,10 +180,12 @@ class _Tick(Recovery):
         try:
             if outcome == "overridden":
                 self.out.lock_overridden = True
+                w = lock.wedged
                 log.warning(
-                    "tick lock %s is held with a heartbeat %.0f s old (over %.0f s): taking over a wedged "
-                    "reconciler; restart the process that holds it",
-                    lock.lock_path, lock.overridden_age or 0, opts.stale_after_seconds,
+                    "tick lock %s is held by %s with a stale heartbeat (%s, over %.0f s): taking over a "
+                    "wedged reconciler; restart the process that holds it",
+                    lock.lock_path, holder_text(w.pid if w else None, w.hostname if w else None),
+                    age_text(lock.overridden_age), opts.stale_after_seconds,
                 )
             try:
                 self.state_path = self.project.state_path()

@@ -118,18 +118,35 @@ class ScheduleDocument(ScheduleStatus, _Stamp):
     scheduler: ServerScheduler
 
 
+class WedgedHolder(WireModel):
+    """The process that still holds the flock of a tick lock some tick overrode: the one to restart."""
+
+    pid: int | None = None
+    hostname: str | None = None
+    #: epoch seconds at which it took the lock
+    acquired_at: float | None = None
+    #: epoch seconds of its last heartbeat (the mtime the first override found; unknown when the file was
+    #: already a released one, as an engine before this field left it)
+    last_heartbeat_at: float | None = None
+    #: epoch seconds of the first override
+    overridden_at: float
+
+
 class TickHeartbeat(WireModel):
     """``.rocky/tick.lock.heartbeat``. Read leniently: a torn or foreign file is a heartbeat of unknown
     holder (its age still counts)."""
 
+    #: the process that wrote this heartbeat (and beats it while it ticks)
     pid: int | None = None
     hostname: str | None = None
-    #: epoch seconds at which the holder took the lock
+    #: epoch seconds at which the writer took the lock
     acquired_at: float | None = None
-    #: the holder took over a wedged lock
+    #: the writer took over a wedged lock (it ticks without the flock)
     overridden: bool | None = None
-    #: written by the holder as it lets go (with mtime 0, so the heartbeat reads stale at once)
+    #: written by the writer as it lets go (with mtime 0, so the heartbeat reads stale at once)
     released: bool | None = None
+    #: after an override: the flock's holder, kept by every later override until the flock is free
+    wedged: WedgedHolder | None = None
 
 
 class RunningChild(WireModel):

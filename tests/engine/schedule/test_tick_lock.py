@@ -94,3 +94,24 @@ def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
     lock = TickLock(tmp_path)
     assert lock.acquire() == "acquired"
     lock.release()
+
+
+def test_an_older_release_after_override_names_no_exited_tick(tmp_path: Path) -> None:
+    """A heartbeat an engine before ``wedged`` released after an override ({pid: <exited tick>, released},
+    mtime 0) names no holder and no age from the epoch; an override then carries "unknown" forward."""
+    wedged = TickLock(tmp_path, heartbeat_interval=3600)
+    assert wedged.acquire() == "acquired"
+    try:
+        wedged.heartbeat_path.write_text('{"pid":999999,"released":true}')
+        os.utime(wedged.heartbeat_path, (0, 0))
+        info = inspect_tick_lock(tmp_path)
+        assert (info.state, info.holder_pid, info.heartbeat_age_seconds) == ("wedged", None, None)
+        taker = TickLock(tmp_path)
+        assert taker.acquire() == "overridden" and taker.overridden_age is None
+        assert taker.wedged is not None and taker.wedged.pid is None
+        taker.release()
+        info = inspect_tick_lock(tmp_path)
+        assert (info.state, info.holder_pid, info.heartbeat_age_seconds) == ("wedged", None, None)
+        assert info.overridden_at is not None
+    finally:
+        wedged.release()
