@@ -26,8 +26,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--now",
         metavar="RFC3339",
         help="evaluate at this instant (e.g. 2026-05-02T03:00:00Z). A real tick refuses an instant more than "
-        f"{FUTURE_SKEW_SECONDS:.0f} s later than the wall clock (exit 1): it would store future cron anchors and backoffs, and cron "
-        "would not fire until then; preview the future with --dry-run",
+        f"{FUTURE_SKEW_SECONDS:.0f} s later than the wall clock (exit 1): it would store future cron "
+        "anchors and backoffs, and cron would not fire until then; preview the future with --dry-run",
     )
     p.add_argument("--pipeline", metavar="NAME", help="evaluate only this pipeline")
 

@@ -116,8 +116,8 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
             "and this check cannot tell a dead timer until then",
             suggestions=[
                 "check the host clock (`timedatectl`, NTP) first",
-                f"if a `rocky tick --now` in the future wrote it, cron and backoff resume once the clock passes "
-                f"{rfc3339(last)}; `rocky tick --dry-run` lists the pipelines it holds back (not_due, "
+                "if a `rocky tick --now` in the future wrote it, cron and backoff resume once the clock "
+                f"passes {rfc3339(last)}; `rocky tick --dry-run` lists the pipelines it holds back (not_due, "
                 "resume_at). Run future instants only with --dry-run",
             ],
             **common,
@@ -142,7 +142,8 @@ def _wedged(project: Project, lock: TickLockInfo) -> SchedulerHealth:
     took = f", which took it at {rfc3339(_at(lock.holder_acquired_at))}" if lock.holder_acquired_at else ""
     message = (
         f"{project.dot_rocky / 'tick.lock'} is held by {holder}{took}, with a stale heartbeat "
-        f"({age_text(lock.heartbeat_age_seconds)}, over {STALE_AFTER_SECONDS:.0f} s): the reconciler is wedged"
+        f"({age_text(lock.heartbeat_age_seconds)}, over {STALE_AFTER_SECONDS:.0f} s): the reconciler is "
+        "wedged"
     )
     if lock.overridden_at is not None:
         message += f"; ticks override it since {rfc3339(_at(lock.overridden_at))}"

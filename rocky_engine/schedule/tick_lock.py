@@ -158,7 +158,8 @@ class TickLock:
             with _mutex(self._hb_fd), contextlib.suppress(OSError):
                 # After an override the wedged process still holds the flock: keep naming it.
                 released = TickHeartbeat(
-                    pid=os.getpid(), released=True, overridden=True if self.wedged else None, wedged=self.wedged
+                    pid=os.getpid(), released=True, overridden=True if self.wedged else None,
+                    wedged=self.wedged,
                 )
                 _write_heartbeat(self._hb_fd, released, 0.0)
                 if self._holds_flock and self._lock_fd is not None:

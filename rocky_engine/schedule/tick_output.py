@@ -95,7 +95,10 @@ class TickOutput(TickResult, Result):
             out.append(
                 md_table(
                     ["pipeline", "source", "reason", "resume_at"],
-                    [[s.pipeline or "*", s.source or "tick", s.reason, s.resume_at or ""] for s in self.skipped],
+                    [
+                        [s.pipeline or "*", s.source or "tick", s.reason, s.resume_at or ""]
+                        for s in self.skipped
+                    ],
                 )
             )
         out.extend(f"- error: {e}\n" for e in self.errors)

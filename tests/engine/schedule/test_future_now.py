@@ -21,8 +21,16 @@ from rocky_engine.schedule.clock import FUTURE_SKEW_SECONDS
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.schedule import ScheduleRepo
 from rocky_engine.state.store import StateStore
-from tests.engine.schedule.kit import Clock, SimChild, project_at, reconciler, rocky, tick_json, transformation
-from tests.engine.schedule.kit import write_project
+from tests.engine.schedule.kit import (
+    Clock,
+    SimChild,
+    project_at,
+    reconciler,
+    rocky,
+    tick_json,
+    transformation,
+    write_project,
+)
 
 MODELS = {"good.sql": "select 1 as x\n"}
 HOURLY = transformation("hourly", 'cron = "0 * * * *"')
@@ -37,7 +45,8 @@ def test_a_real_tick_refuses_a_future_now_and_writes_nothing(tmp_path: Path) -> 
     future = _future(13.1)
     proc = rocky(tmp_path, "tick", "--now", future, "--output", "json")
     assert proc.returncode == 1 and proc.stdout == "", proc.stderr
-    assert re.search(rf"error: --now {future} is 13 h [56] min later than the wall clock", proc.stderr), proc.stderr
+    expected = rf"error: --now {future} is 13 h [56] min later than the wall clock"
+    assert re.search(expected, proc.stderr), proc.stderr
     assert "cron would not fire again until then" in proc.stderr and "--dry-run" in proc.stderr
     # refused before the lock and the store: nothing dated in the future was stored
     assert not (tmp_path / ".rocky" / "tick.lock").exists()

@@ -49,7 +49,8 @@ def test_doctor_names_the_wedged_holder_after_overrides(tmp_path: Path) -> None:
     dot_rocky = tmp_path / ".rocky"
     started = time.time()
     holder = subprocess.Popen(
-        [sys.executable, "-c", WEDGED, str(dot_rocky)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WEDGED, str(dot_rocky)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:
         assert holder.stdout is not None
