@@ -229,7 +229,9 @@ def inspect_tick_lock(
         if not held:
             return TickLockInfo("free", age)
         stale = age is None or age > stale_after
-        if stale and beat.wedged is not None:
+        if beat.wedged is not None:
+            # the flock is the wedged holder's, also while an overriding tick beats its own heartbeat
+            # (that tick may run a child for an hour: the wedged process is still there to restart)
             w = beat.wedged
             last = w.last_heartbeat_at
             return TickLockInfo(

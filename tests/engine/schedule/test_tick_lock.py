@@ -42,6 +42,10 @@ def test_stale_heartbeat_is_taken_over_and_the_takeover_blocks_others(tmp_path: 
         assert taker.acquire() == "overridden" and taker.overridden_age is not None
         # while the taker ticks, its fresh heartbeat keeps a third tick out
         assert TickLock(tmp_path, wall=later(302)).acquire() == "in_progress"
+        # and the probe still names the wedged holder (the flock is its), with its own heartbeat's age
+        during = inspect_tick_lock(tmp_path, wall=later(302))
+        assert during.state == "wedged" and during.overridden_at is not None
+        assert during.heartbeat_age_seconds is not None and during.heartbeat_age_seconds > 300
         taker.release()
         # released: marked stale at once, so the next tick takes over without waiting 300 s
         nxt = TickLock(tmp_path)
