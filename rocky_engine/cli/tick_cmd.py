@@ -10,6 +10,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from rocky_engine.schedule.clock import FUTURE_SKEW_SECONDS
+
     p = sub.add_parser(
         "tick",
         parents=[common],
@@ -17,10 +19,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="One reconciler pass: evaluate every [pipeline.*.schedule] (cron, after, freshness) and "
         "queued webhook demands, and run what is due, one child `rocky run` at a time. Exit 0 nothing due "
         "or all succeeded, 2 a launched run failed or was partial, 1 the tick could not run (config, "
-        "state, unreadable webhook spool).",
+        "state, unreadable webhook spool, a --now later than the wall clock without --dry-run).",
     )
     p.add_argument("--dry-run", action="store_true", help="report what would run; no lock, writes or runs")
-    p.add_argument("--now", metavar="RFC3339", help="evaluate at this instant (e.g. 2026-05-02T03:00:00Z)")
+    p.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help="evaluate at this instant (e.g. 2026-05-02T03:00:00Z). A real tick refuses an instant more than "
+        f"{FUTURE_SKEW_SECONDS:.0f} s later than the wall clock (exit 1): it would store future cron "
+        "anchors and backoffs, and cron would not fire until then; preview the future with --dry-run",
+    )
     p.add_argument("--pipeline", metavar="NAME", help="evaluate only this pipeline")
 
 

@@ -6,7 +6,8 @@ covers both ``rocky tick`` timers and ``rocky serve --scheduler``:
 - Critical: ``.rocky/tick.lock`` is held but its heartbeat is stale (a wedged reconciler; restart the
   process that holds it);
 - Warning: no tick has evaluated any schedule for more than twice the shortest cron interval (the timer
-  looks dead), or none ever has;
+  looks dead), or none ever has; or the last evaluation is dated in the future (a tick ran at a future
+  ``--now`` or the clock went back: its cron anchors and backoffs are dated ahead too, ``clock.py``);
 - otherwise healthy. Without any ``[pipeline.*.schedule]`` the check does not apply.
 """
 
@@ -17,8 +18,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from rocky_engine.errors import RockyError
+from rocky_engine.schedule.clock import ahead_of
 from rocky_engine.schedule.incidents import INCIDENTS_DIR, IncidentDirRefused, list_incidents
-from rocky_engine.schedule.tick_lock import STALE_AFTER_SECONDS, inspect_tick_lock
+from rocky_engine.schedule.tick_lock import (
+    STALE_AFTER_SECONDS,
+    TickLockInfo,
+    age_text,
+    holder_text,
+    inspect_tick_lock,
+)
 from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.wire.schedule import TickLockState
 
@@ -73,19 +81,7 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
         return SchedulerHealth(False, "healthy", "no pipeline declares a [schedule]; nothing to check")
     lock = inspect_tick_lock(project.dot_rocky, wall=now.timestamp)
     if lock.state == "wedged":
-        holder = f"pid {lock.holder_pid}" if lock.holder_pid else "a process"
-        if lock.holder_hostname:
-            holder += f" on {lock.holder_hostname}"
-        age = f"{lock.heartbeat_age_seconds:.0f} s" if lock.heartbeat_age_seconds is not None else "missing"
-        return SchedulerHealth(
-            True,
-            "critical",
-            f"{project.dot_rocky / 'tick.lock'} is held by {holder} with a stale heartbeat ({age}, over "
-            f"{STALE_AFTER_SECONDS:.0f} s): the reconciler is wedged",
-            tick_lock=lock.state,
-            heartbeat_age_seconds=lock.heartbeat_age_seconds,
-            suggestions=[f"restart the process holding the tick lock ({holder})"],
-        )
+        return _wedged(project, lock)
     try:
         last = _last_evaluated(project)
     except RockyError as exc:
@@ -109,6 +105,23 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
             suggestions=["run `rocky tick` from a one-minute cron or systemd timer (see docs/scheduling.md)"],
             **common,
         )
+    ahead = ahead_of(last, now)
+    if ahead is not None:
+        return SchedulerHealth(
+            True,
+            "warning",
+            f"the last tick evaluated at {rfc3339(last)}, {int(ahead.total_seconds())} s later than now "
+            f"({rfc3339(now)}): a tick ran with a --now in the future, or this host's clock went back. The "
+            "cron anchors and backoffs it stored are dated ahead too: cron slots up to then do not fire, "
+            "and this check cannot tell a dead timer until then",
+            suggestions=[
+                "check the host clock (`timedatectl`, NTP) first",
+                "if a `rocky tick --now` in the future wrote it, cron and backoff resume once the clock "
+                f"passes {rfc3339(last)}; `rocky tick --dry-run` lists the pipelines it holds back (not_due, "
+                "resume_at). Run future instants only with --dry-run",
+            ],
+            **common,
+        )
     if interval is not None and now - last > 2 * interval:
         return SchedulerHealth(
             True,
@@ -120,6 +133,35 @@ def scheduler_health(project: Project, now: datetime | None = None) -> Scheduler
         )
     state = "a tick is in progress" if lock.state == "held" else "the tick lock is free"
     return SchedulerHealth(True, "healthy", f"last tick evaluated at {rfc3339(last)}; {state}", **common)
+
+
+def _wedged(project: Project, lock: TickLockInfo) -> SchedulerHealth:
+    """Critical: name the process that holds the flock and the age of its own last heartbeat (after an
+    override too: the overriding ticks have exited, and their heartbeat is not the holder's)."""
+    holder = holder_text(lock.holder_pid, lock.holder_hostname)
+    took = f", which took it at {rfc3339(_at(lock.holder_acquired_at))}" if lock.holder_acquired_at else ""
+    message = (
+        f"{project.dot_rocky / 'tick.lock'} is held by {holder}{took}, with a stale heartbeat "
+        f"({age_text(lock.heartbeat_age_seconds)}, over {STALE_AFTER_SECONDS:.0f} s): the reconciler is "
+        "wedged"
+    )
+    if lock.overridden_at is not None:
+        message += f"; ticks override it since {rfc3339(_at(lock.overridden_at))}"
+    suggestion = f"restart the process holding the tick lock ({holder})"
+    if lock.holder_pid and lock.holder_acquired_at:
+        # a pid can be reused: the start time tells the wedged reconciler from an unrelated process
+        suggestion += (
+            f"; check first that it is the reconciler that started by {rfc3339(_at(lock.holder_acquired_at))}"
+            f" (`ps -o pid,lstart,args -p {lock.holder_pid}`)"
+        )
+    return SchedulerHealth(
+        True, "critical", message, tick_lock=lock.state, heartbeat_age_seconds=lock.heartbeat_age_seconds,
+        suggestions=[suggestion],
+    )
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _last_evaluated(project: Project) -> datetime | None:

@@ -39,12 +39,19 @@ from rocky_engine.schedule.claim_lifecycle import (
     row_after_outcome,
     webhook_claim_key,
 )
+from rocky_engine.schedule.clock import refuse_future_now
 from rocky_engine.schedule.decide import Decision, decide
 from rocky_engine.schedule.plan import PipelinePlan, SchedulePlan, build_plan, freshness_budget, restrict
 from rocky_engine.schedule.recovery import Recovery
 from rocky_engine.schedule.spawner import ChildRequest, ChildResult, Spawner, Trigger
 from rocky_engine.schedule.spool import Demand, list_demands, spool_dir_of, sweep_markers
-from rocky_engine.schedule.tick_lock import HEARTBEAT_INTERVAL_SECONDS, STALE_AFTER_SECONDS, TickLock
+from rocky_engine.schedule.tick_lock import (
+    HEARTBEAT_INTERVAL_SECONDS,
+    STALE_AFTER_SECONDS,
+    TickLock,
+    age_text,
+    holder_text,
+)
 from rocky_engine.schedule.tick_output import NOTABLE_REASONS, TickOutput
 from rocky_engine.state._time import now_utc, rfc3339
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
@@ -105,9 +112,13 @@ class Reconciler:
         Raises:
             ConfigError: an ``after`` cycle, or ``pipeline`` is not a pipeline.
             StateError: the state store cannot be opened (other than another writer holding it).
+            UsageError: a live tick's clock is ahead of the wall clock (``clock.py``: it would date the
+                stored cursors in the future).
         """
         t0 = time.perf_counter()
         now = self.clock()
+        if not dry_run:
+            refuse_future_now(now, self.wall())
         out = TickOutput(dry_run=dry_run, now=rfc3339(now))
         if pipeline is not None:
             project.config.pipeline(pipeline)
@@ -164,15 +175,17 @@ class _Tick(Recovery):
             raise StateError(f"cannot take the tick lock in {self.dot_rocky}: {exc}") from exc
         if outcome == "in_progress":
             self.out.tick_in_progress = True
-            self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="tick_in_progress"))
+            self.out.skipped.append(Skipped(reason="tick_in_progress"))
             return
         try:
             if outcome == "overridden":
                 self.out.lock_overridden = True
+                w = lock.wedged
                 log.warning(
-                    "tick lock %s is held with a heartbeat %.0f s old (over %.0f s): taking over a wedged "
-                    "reconciler; restart the process that holds it",
-                    lock.lock_path, lock.overridden_age or 0, opts.stale_after_seconds,
+                    "tick lock %s is held by %s with a stale heartbeat (%s, over %.0f s): taking over a "
+                    "wedged reconciler; restart the process that holds it",
+                    lock.lock_path, holder_text(w.pid if w else None, w.hostname if w else None),
+                    age_text(lock.overridden_age), opts.stale_after_seconds,
                 )
             try:
                 self.state_path = self.project.state_path()
@@ -181,7 +194,7 @@ class _Tick(Recovery):
                 # Exit 0 is right (the next tick evaluates it all), but a timer that keeps meeting a busy
                 # store must be visible in its logs, not only in the JSON nobody keeps.
                 log.warning("skipping this tick (state_busy): %s", exc)
-                self.out.skipped.append(Skipped(pipeline="*", source="tick", reason="state_busy"))
+                self.out.skipped.append(Skipped(reason="state_busy"))
                 return
             try:
                 self._reconcile()
@@ -210,8 +223,10 @@ class _Tick(Recovery):
             self.submitted.setdefault(claim.pipeline, []).append(claim)
         listing = list_demands(self.spool)
         for error in listing.errors:
+            # errors[] makes the exit 1; the skip is the published shape of "webhook demand not consumed"
             log.error("%s", error)
             self.out.errors.append(error)
+            self.out.skipped.append(Skipped(source="webhook", reason="spool_unreadable", detail=error))
         demands: dict[str, list[Demand]] = {}
         for demand in listing.demands:
             if self.only is not None and demand.pipeline != self.only:

@@ -6,6 +6,11 @@ than ``stale_after`` (300 s) means the holder is wedged (a kernel lock is never 
 and the tick proceeds without the flock as ``lock_overridden``. The lock only avoids contention;
 correctness lives in the claims, which a lock cannot bypass.
 
+After an override the flock still belongs to the wedged process, so the heartbeat keeps naming it
+(``wedged``: its pid, host, when it took the lock and its last heartbeat) through the override's own
+heartbeat, its release and every later override, until the flock is free again. Whoever reports the lock
+(doctor, the server) then names the process to restart and its real age, never a tick that has exited.
+
 A short mutex (an exclusive flock on the heartbeat file itself) covers "take the lock and stamp the
 heartbeat" and "release and mark the heartbeat released", so nobody can observe a held lock whose holder
 has not stamped its heartbeat yet (that would read as wedged and trigger a needless override), and a
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rocky_engine.wire.schedule import TickHeartbeat
+from rocky_engine.wire.schedule import TickHeartbeat, WedgedHolder
 from rocky_engine.wire.schedule import TickLockState as LockState
 
 STALE_AFTER_SECONDS = 300.0
@@ -90,8 +95,10 @@ class TickLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.outcome: AcquireOutcome | None = None
-        #: age of the heartbeat the override replaced (seconds)
+        #: after an override: seconds since the wedged holder's last heartbeat
         self.overridden_age: float | None = None
+        #: after an override: the process that still holds the flock
+        self.wedged: WedgedHolder | None = None
 
     def acquire(self) -> AcquireOutcome:
         """Take the lock, take over a wedged one, or report that a tick is in progress."""
@@ -106,9 +113,12 @@ class TickLock:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     self._holds_flock = proceed = True
                 except BlockingIOError:
-                    age = self._wall() - os.fstat(self._hb_fd).st_mtime
-                    if age > self.stale_after:
-                        self.overridden_age = age
+                    now = self._wall()
+                    mtime = os.fstat(self._hb_fd).st_mtime
+                    if now - mtime > self.stale_after:
+                        self.wedged = _wedged_holder(_read_heartbeat(self._hb_fd), mtime, now)
+                        last = self.wedged.last_heartbeat_at
+                        self.overridden_age = now - last if last is not None else None
                         proceed = True
                 if proceed:
                     _write_heartbeat(self._hb_fd, self._payload(), self._wall())
@@ -124,7 +134,7 @@ class TickLock:
     def _payload(self) -> TickHeartbeat:
         return TickHeartbeat(
             pid=os.getpid(), hostname=socket.gethostname(), acquired_at=self._wall(),
-            overridden=not self._holds_flock,
+            overridden=not self._holds_flock, wedged=self.wedged,
         )
 
     def _beat(self) -> None:
@@ -146,7 +156,12 @@ class TickLock:
             # Marked stale so that after an override the next tick takes over at once rather than waiting
             # out a fresh-looking heartbeat while the wedged process still holds the flock.
             with _mutex(self._hb_fd), contextlib.suppress(OSError):
-                _write_heartbeat(self._hb_fd, TickHeartbeat(pid=os.getpid(), released=True), 0.0)
+                # After an override the wedged process still holds the flock: keep naming it.
+                released = TickHeartbeat(
+                    pid=os.getpid(), released=True, overridden=True if self.wedged else None,
+                    wedged=self.wedged,
+                )
+                _write_heartbeat(self._hb_fd, released, 0.0)
                 if self._holds_flock and self._lock_fd is not None:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                     self._holds_flock = False
@@ -173,9 +188,15 @@ class TickLockInfo:
     """What ``inspect_tick_lock`` sees: the state plus the heartbeat's age and holder."""
 
     state: LockState
+    #: seconds since the holder's last heartbeat; for a lock a tick overrode, the wedged holder's own
+    #: last heartbeat (the overriding tick's heartbeat is not the holder's)
     heartbeat_age_seconds: float | None = None
     holder_pid: int | None = None
     holder_hostname: str | None = None
+    #: epoch seconds at which the holder took the lock, when known
+    holder_acquired_at: float | None = None
+    #: epoch seconds of the first override of this holder's lock, when a tick overrode it
+    overridden_at: float | None = None
 
 
 def inspect_tick_lock(
@@ -204,25 +225,62 @@ def inspect_tick_lock(
             else:
                 fcntl.flock(lock_fd, fcntl.LOCK_UN)
                 held = False
-            age, pid, host = _heartbeat_facts(hb_fd, wall)
+            age, beat = _heartbeat_facts(hb_fd, wall)
         if not held:
-            return TickLockInfo("free", age, None, None)
+            return TickLockInfo("free", age)
         stale = age is None or age > stale_after
-        return TickLockInfo("wedged" if stale else "held", age, pid, host)
+        if beat.wedged is not None:
+            # the flock is the wedged holder's, also while an overriding tick beats its own heartbeat
+            # (that tick may run a child for an hour: the wedged process is still there to restart)
+            w = beat.wedged
+            last = w.last_heartbeat_at
+            return TickLockInfo(
+                "wedged", wall() - last if last is not None else None, w.pid, w.hostname, w.acquired_at,
+                w.overridden_at,
+            )
+        if stale and beat.released:
+            # a release without ``wedged`` (an older engine's override): its writer has exited and the
+            # holder is unknown; its mtime 0 is no age
+            return TickLockInfo("wedged")
+        return TickLockInfo("wedged" if stale else "held", age, beat.pid, beat.hostname, beat.acquired_at)
     finally:
         os.close(lock_fd)
         if hb_fd is not None:
             os.close(hb_fd)
 
 
-def _heartbeat_facts(
-    fd: int | None, wall: Callable[[], float]
-) -> tuple[float | None, int | None, str | None]:
+def holder_text(pid: int | None, hostname: str | None) -> str:
+    """``pid 24855 on vm-3``, or ``an unknown process`` (what doctor and the tick's log name)."""
+    holder = f"pid {pid}" if pid else "an unknown process"
+    return f"{holder} on {hostname}" if hostname else holder
+
+
+def age_text(seconds: float | None) -> str:
+    """``last heartbeat 401 s ago`` or ``no readable heartbeat``."""
+    return f"last heartbeat {seconds:.0f} s ago" if seconds is not None else "no readable heartbeat"
+
+
+def _heartbeat_facts(fd: int | None, wall: Callable[[], float]) -> tuple[float | None, TickHeartbeat]:
     if fd is None:
-        return None, None, None
-    age = wall() - os.fstat(fd).st_mtime
+        return None, TickHeartbeat()
+    return wall() - os.fstat(fd).st_mtime, _read_heartbeat(fd)
+
+
+def _read_heartbeat(fd: int) -> TickHeartbeat:
     try:
-        beat = TickHeartbeat.model_validate_json(os.pread(fd, 4096, 0) or b"{}")
+        return TickHeartbeat.model_validate_json(os.pread(fd, 4096, 0) or b"{}")
     except (OSError, ValueError):
-        beat = TickHeartbeat()
-    return age, beat.pid, beat.hostname
+        return TickHeartbeat()
+
+
+def _wedged_holder(beat: TickHeartbeat, mtime: float, now: float) -> WedgedHolder:
+    """Who holds the flock a tick is about to override: named by an earlier override (its heartbeat, or
+    its release, carries it on), else the writer of the stale heartbeat, whose mtime is its last beat."""
+    if beat.wedged is not None:
+        return beat.wedged
+    if beat.released:  # an older engine's release after an override: the holder is not named
+        return WedgedHolder(overridden_at=now)
+    return WedgedHolder(
+        pid=beat.pid, hostname=beat.hostname, acquired_at=beat.acquired_at, last_heartbeat_at=mtime,
+        overridden_at=now,
+    )

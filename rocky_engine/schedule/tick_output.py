@@ -67,7 +67,8 @@ class TickOutput(TickResult, Result):
             )
         if self.skipped:
             rows = [
-                [s.pipeline, s.source, s.reason, s.resume_at or "", "" if s.missed is None else str(s.missed)]
+                [s.pipeline or "*", s.source or "tick", s.reason, s.resume_at or "",
+                 "" if s.missed is None else str(s.missed)]
                 for s in self.skipped
             ]
             parts.append(render_rows(None, ["PIPELINE", "SOURCE", "REASON", "RESUME_AT", "MISSED"], rows))
@@ -94,7 +95,10 @@ class TickOutput(TickResult, Result):
             out.append(
                 md_table(
                     ["pipeline", "source", "reason", "resume_at"],
-                    [[s.pipeline, s.source, s.reason, s.resume_at or ""] for s in self.skipped],
+                    [
+                        [s.pipeline or "*", s.source or "tick", s.reason, s.resume_at or ""]
+                        for s in self.skipped
+                    ],
                 )
             )
         out.extend(f"- error: {e}\n" for e in self.errors)

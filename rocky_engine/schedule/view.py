@@ -8,12 +8,14 @@ side-effect-free health read:
   ``last_evaluated_at``, ``last_fire`` (+ source), ``next_fire_at`` (the projection anchored on the last
   occurrence accounted for, so a stalled timer shows the slot it missed, in the past), the backoff in force
   (``throttle``), the failure streak, and ``config_error`` when the schedule cannot be resolved;
-- ``claims``: the ``submitted`` claims (in flight, or waiting for the stuck-claim resolver).
+- ``claims``: the ``submitted`` claims (in flight, or waiting for the stuck-claim resolver);
+- ``timezone`` and ``counts`` (scheduled, enabled, config_errors, in_flight, overdue, throttled), and per
+  pipeline ``catchup`` and ``awaiting_first_anchor``, as the published ``ScheduleStatusOutput`` has them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -31,6 +33,7 @@ from rocky_engine.state._time import rfc3339, utc
 from rocky_engine.state.schedule import ScheduleRepo, ScheduleRow
 from rocky_engine.state.schedule_claims import ClaimRepo
 from rocky_engine.wire.schedule import (
+    ScheduleCounts,
     ScheduledPipeline,
     ScheduleStatus,
     SubmittedClaim,
@@ -62,7 +65,8 @@ def tick_lock_status(project: Project, now: datetime) -> TickLockStatus:
     lock = inspect_tick_lock(project.dot_rocky, wall=utc(now).timestamp)
     lock_doc = TickLockStatus(state=lock.state)
     if lock.heartbeat_age_seconds is not None and lock.state != "free":
-        lock_doc.heartbeat_age_seconds = round(lock.heartbeat_age_seconds, 1)
+        # whole seconds, never negative (a heartbeat stamped by a clock slightly ahead): the published type
+        lock_doc.heartbeat_age_seconds = max(0, round(lock.heartbeat_age_seconds))
     return lock_doc
 
 
@@ -79,27 +83,49 @@ def scheduled_pipelines(
         row = rows.get(pp.name) or ScheduleRow(pipeline=pp.name)
         resolution = resolve(pp)
         backoff = active_backoff(row.last_outcome, row.consecutive_failures, row.last_attempt_at, now)
+        # a cursor made for another expression or zone is not this schedule's: the next tick anchors anew
+        anchored = (
+            bool(pp.cron) and row.cron_anchor is not None and row.cron == pp.cron
+            and row.timezone == pp.timezone
+        )
         pipelines.append(ScheduledPipeline(
             pipeline=pp.name,
             enabled=pp.enabled,
             paused=row.paused,
             cron=pp.cron or None,
             timezone=pp.timezone if pp.cron else None,
-            catchup=pp.catchup if pp.cron else None,
+            catchup=pp.catchup,
+            awaiting_first_anchor=bool(pp.cron) and not anchored,
             after=list(pp.after),
             freshness=True if pp.freshness else None,
             config_error=resolution.config_error or None,
             last_evaluated_at=_ts(row.last_evaluated_at),
             last_fire=_ts(row.last_fire),
             last_fire_source=row.last_fire_source,
-            # a projection made for another expression is not this schedule's
-            next_fire_at=_ts(row.next_fire_at) if pp.cron and row.cron == pp.cron else None,
+            next_fire_at=_ts(row.next_fire_at) if anchored else None,
             last_outcome=row.last_outcome,
+            last_attempt_at=_ts(row.last_attempt_at),
             consecutive_failures=row.consecutive_failures,
             throttle=Throttle(reason=backoff.reason, resume_at=rfc3339(backoff.resume_at))
             if backoff is not None else None,
         ))
     return pipelines
+
+
+def schedule_counts(
+    pipelines: Sequence[ScheduledPipeline], claims: Sequence[SubmittedClaim], now: datetime
+) -> ScheduleCounts:
+    """The roll-up of the document at ``now`` (made per read: ``overdue`` moves with the clock)."""
+    stamp = rfc3339(now)  # same-width UTC text compares chronologically
+    claimed = {c.pipeline for c in claims}
+    return ScheduleCounts(
+        scheduled=len(pipelines),
+        enabled=sum(1 for p in pipelines if p.enabled),
+        config_errors=sum(1 for p in pipelines if p.config_error),
+        in_flight=sum(1 for p in pipelines if p.pipeline in claimed),
+        overdue=sum(1 for p in pipelines if p.next_fire_at is not None and p.next_fire_at < stamp),
+        throttled=sum(1 for p in pipelines if p.throttle is not None),
+    )
 
 
 def submitted_claims(store: StateStore) -> list[SubmittedClaim]:
@@ -130,4 +156,8 @@ def schedule_status(
     if plan is None:
         plan = build_plan(project.config, check_crons=True)
     pipelines = scheduled_pipelines(plan, ScheduleRepo(store).all(), now, resolver_of(project))
-    return ScheduleStatus(tick_lock=lock_doc, pipelines=pipelines, claims=submitted_claims(store))
+    claims = submitted_claims(store)
+    return ScheduleStatus(
+        timezone=project.config.schedule.timezone, tick_lock=lock_doc,
+        counts=schedule_counts(pipelines, claims, now), pipelines=pipelines, claims=claims,
+    )

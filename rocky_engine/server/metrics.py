@@ -73,7 +73,7 @@ class Metrics:
         """Record a finished tick's document; returns the tick result label it was counted under."""
         if out.tick_in_progress:
             result = "tick_in_progress"
-        elif any(s.reason == "state_busy" and s.pipeline == "*" for s in out.skipped):
+        elif any(s.reason == "state_busy" and s.pipeline is None for s in out.skipped):
             result = "state_busy"
         elif out.errors:
             result = "error"
@@ -88,7 +88,7 @@ class Metrics:
                 self.runs[(("trigger", "webhook" if e.source == "webhook" else "schedule"),
                            ("outcome", e.outcome))] += 1
             for s in out.skipped:
-                if s.pipeline != "*":
+                if s.pipeline is not None:
                     self.skipped[(("reason", s.reason),)] += 1
         return result
 

@@ -18,7 +18,7 @@ from rocky_engine.output import redacted_document_text
 from rocky_engine.schedule.control import spool_listing
 from rocky_engine.schedule.spool import SpoolError
 from rocky_engine.schedule.tick_lock import inspect_tick_lock
-from rocky_engine.schedule.view import submitted_claims, tick_lock_status
+from rocky_engine.schedule.view import schedule_counts, submitted_claims, tick_lock_status
 from rocky_engine.server.context import ServerContext
 from rocky_engine.server.responses import error_response, json_response, json_text_response
 from rocky_engine.server.schedule_cache import PipelinesRendering
@@ -61,8 +61,9 @@ def schedule_document_text(ctx: ServerContext) -> str:
         scheduler.poll_interval_seconds = ctx.settings.poll_interval_seconds
         scheduler.last_tick = ctx.last_tick.wire(ctx.wall())
     doc = ScheduleDocument(
-        now=rfc3339(now), tick_lock=lock, claims=claims,
-        config_error=ctx.projects.config_error or config_error, scheduler=scheduler,
+        now=rfc3339(now), timezone=project.config.schedule.timezone, tick_lock=lock,
+        counts=schedule_counts(pipelines.entries if pipelines is not None else [], claims, now),
+        claims=claims, config_error=ctx.projects.config_error or config_error, scheduler=scheduler,
     )
     text = redacted_document_text(doc)
     if pipelines is None or not pipelines.entries:

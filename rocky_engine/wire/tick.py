@@ -24,6 +24,7 @@ Reason = Literal[
     "tick_in_progress",
     "state_busy",
     "config_error",
+    "spool_unreadable",
 ]
 Outcome = Literal["success", "partial", "failure"]
 
@@ -66,8 +67,12 @@ class Executed(WireModel):
 
 
 class Skipped(WireModel):
-    pipeline: str
-    source: str
+    """One suppressed demand. A whole-tick skip (``tick_in_progress``, ``state_busy``) has neither
+    ``pipeline`` nor ``source``; ``spool_unreadable`` has ``source: "webhook"`` and no ``pipeline`` (the
+    published shape, rocky-sdk ``SkippedDemandOutput``)."""
+
+    pipeline: str | None = None
+    source: str | None = None
     reason: Reason
     resume_at: str | None = None
     missed: int | None = None

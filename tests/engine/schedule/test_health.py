@@ -142,5 +142,6 @@ def test_schedule_status_reads_stored_state_only(tmp_path: Path) -> None:
         soon = schedule_status(project, store, T0 + timedelta(hours=1, minutes=3)).wire()
     assert {p["pipeline"]: p.get("throttle") for p in soon["pipelines"]}["raw"] == {
         "reason": "failure_backoff",
+        "kind": "failure_backoff",
         "resume_at": "2026-05-02T04:05:06.000Z",
     }

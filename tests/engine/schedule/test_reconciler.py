@@ -411,7 +411,8 @@ def test_state_busy_skips_the_tick(tmp_path: Path) -> None:
     with StateStore.open(project.state_path()):
         out = reconciler(clock, SimChild(clock)).tick(project)
     assert out.exit_code() == 0 and out.evaluated == []
-    assert [(s.pipeline, s.source, s.reason) for s in out.skipped] == [("*", "tick", "state_busy")]
+    assert [(s.pipeline, s.source, s.reason) for s in out.skipped] == [(None, None, "state_busy")]
+    assert out.wire()["skipped"] == [{"reason": "state_busy"}]  # whole-tick: no pipeline, no source
     assert out.counts.skipped == 1
 
 

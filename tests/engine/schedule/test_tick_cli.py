@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rocky_sdk.types_generated import tick_schema
 
 from rocky_engine import __version__
 from rocky_engine.schedule.spool import spool_dir_of, write_demand
@@ -148,7 +149,9 @@ def test_tick_in_progress_skips_with_exit_0(tmp_path: Path) -> None:
     finally:
         lock.release()
     assert code == 0 and doc["tick_in_progress"] is True and doc["evaluated"] == []
-    assert doc["skipped"] == [{"pipeline": "*", "source": "tick", "reason": "tick_in_progress"}]
+    # a whole-tick skip names neither a pipeline nor a source (the published shape)
+    assert doc["skipped"] == [{"reason": "tick_in_progress"}]
+    tick_schema.TickOutput.model_validate(doc)
 
 
 def test_unreadable_spool_exits_1(tmp_path: Path) -> None:
@@ -158,6 +161,11 @@ def test_unreadable_spool_exits_1(tmp_path: Path) -> None:
     spool.symlink_to(tmp_path / "gone")
     code, doc = tick_json(tmp_path, "--now", "2026-05-02T03:10:00Z")
     assert code == 1 and "dangling symlink" in doc["errors"][0]
+    # the published shape also reports the unconsumed webhook demand as a pipeline-less skip
+    [skip] = [s for s in doc["skipped"] if s["reason"] == "spool_unreadable"]
+    assert skip == {"source": "webhook", "reason": "spool_unreadable", "detail": doc["errors"][0]}
+    assert doc["counts"]["skipped"] == len(doc["skipped"])
+    tick_schema.TickOutput.model_validate(doc)
     proc = rocky(tmp_path, "state", "schedule", "spool")
     assert proc.returncode == 1 and "dangling symlink" in proc.stderr
 

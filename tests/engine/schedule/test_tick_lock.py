@@ -42,6 +42,10 @@ def test_stale_heartbeat_is_taken_over_and_the_takeover_blocks_others(tmp_path: 
         assert taker.acquire() == "overridden" and taker.overridden_age is not None
         # while the taker ticks, its fresh heartbeat keeps a third tick out
         assert TickLock(tmp_path, wall=later(302)).acquire() == "in_progress"
+        # and the probe still names the wedged holder (the flock is its), with its own heartbeat's age
+        during = inspect_tick_lock(tmp_path, wall=later(302))
+        assert during.state == "wedged" and during.overridden_at is not None
+        assert during.heartbeat_age_seconds is not None and during.heartbeat_age_seconds > 300
         taker.release()
         # released: marked stale at once, so the next tick takes over without waiting 300 s
         nxt = TickLock(tmp_path)
@@ -94,3 +98,24 @@ def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
     lock = TickLock(tmp_path)
     assert lock.acquire() == "acquired"
     lock.release()
+
+
+def test_an_older_release_after_override_names_no_exited_tick(tmp_path: Path) -> None:
+    """A heartbeat an engine before ``wedged`` released after an override ({pid: <exited tick>, released},
+    mtime 0) names no holder and no age from the epoch; an override then carries "unknown" forward."""
+    wedged = TickLock(tmp_path, heartbeat_interval=3600)
+    assert wedged.acquire() == "acquired"
+    try:
+        wedged.heartbeat_path.write_text('{"pid":999999,"released":true}')
+        os.utime(wedged.heartbeat_path, (0, 0))
+        info = inspect_tick_lock(tmp_path)
+        assert (info.state, info.holder_pid, info.heartbeat_age_seconds) == ("wedged", None, None)
+        taker = TickLock(tmp_path)
+        assert taker.acquire() == "overridden" and taker.overridden_age is None
+        assert taker.wedged is not None and taker.wedged.pid is None
+        taker.release()
+        info = inspect_tick_lock(tmp_path)
+        assert (info.state, info.holder_pid, info.heartbeat_age_seconds) == ("wedged", None, None)
+        assert info.overridden_at is not None
+    finally:
+        wedged.release()

@@ -40,7 +40,7 @@ def test_observe_tick_counts_fired_skipped_and_outcomes() -> None:
     out.skipped = [Skipped(pipeline="c", source="after", reason="failure_backoff")]
     assert m.observe_tick(out, 0.2) == "completed"
     busy = TickOutput(dry_run=False, now="x",
-                      skipped=[Skipped(pipeline="*", source="tick", reason="state_busy")])
+                      skipped=[Skipped(reason="state_busy")])
     assert m.observe_tick(busy, 0.01) == "state_busy"
     in_progress = TickOutput(dry_run=False, now="x", tick_in_progress=True)
     assert m.observe_tick(in_progress, 0.0) == "tick_in_progress"

@@ -46,7 +46,7 @@ def test_a_fresh_project_never_ticked(tmp_path: Path) -> None:
     assert set(pipelines) == {"hourly", "after_hourly", "fresh", "broken"}
     assert pipelines["hourly"] == {
         "pipeline": "hourly", "enabled": True, "paused": False, "cron": "0 * * * *", "timezone": "UTC",
-        "catchup": "latest", "consecutive_failures": 0,
+        "catchup": "latest", "awaiting_first_anchor": True, "consecutive_failures": 0,
     }
     assert pipelines["after_hourly"]["after"] == ["hourly"] and pipelines["fresh"]["freshness"] is True
     assert pipelines["broken"]["config_error"] == (
