@@ -24,7 +24,8 @@ class HoldOutput(ScheduleHoldResult, Result):
         if self.paused:
             return f"paused {self.pipeline} since {self.paused_at}; `rocky state schedule resume` ends it\n"
         if not self.changed:
-            return f"{self.pipeline} is not paused (nothing to resume); the next tick evaluates its schedule\n"
+            return (f"{self.pipeline} is not paused (nothing to resume); "
+                    "the next tick evaluates its schedule\n")
         return f"resumed {self.pipeline}; the next tick evaluates its schedule\n"
 
 

@@ -113,7 +113,8 @@ def test_hook_abort_at_pipeline_complete_fails_the_run(tmp_path: Path) -> None:
     assert end.doc["tables_copied"] == 1
     assert_one_story(end, "Failure", error="aborted by hook on_pipeline_complete[0]")
     assert end.record is not None
-    assert [(e["failure_kind"], e["cause"]) for e in end.record.extra["errors"]] == [("unknown", "hook-abort")]
+    kinds = [(e["failure_kind"], e["cause"]) for e in end.record.extra["errors"]]
+    assert kinds == [("unknown", "hook-abort")]
     assert fired.read_text().splitlines() == ["fired"]
     with StateStore.open(store_of(config), writer=False) as store:
         entry = store.idempotency.get("nightly")
