@@ -8,6 +8,7 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -206,12 +207,15 @@ class TransformationRunner:
             if parallel > 1:
                 for session in sessions:
                     session.close()
+        # The hint names the pipeline always: the command must run as pasted, and `rocky run --model M`
+        # alone is refused in a project of several pipelines (or once a second one is added).
+        rerun = f"rocky run --pipeline {shlex.quote(ctx.pipeline_name)} --model"
         for name, blockers in sorted(result.blocked.items()):
             out.contained.append(
                 ContainedInfo(
                     model=name,
                     blocked_by=blockers,
-                    unblock_hint=f"fix {', '.join(blockers)} and run again (or `rocky run --model {name}` "
+                    unblock_hint=f"fix {', '.join(blockers)} and run again (or `{rerun} {shlex.quote(name)}` "
                     "once the upstream is rebuilt)",
                 )
             )
