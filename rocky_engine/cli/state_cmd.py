@@ -93,13 +93,14 @@ def _register_schedule(
 
 
 def _schedule(args: argparse.Namespace) -> Result:
+    from rocky_engine.ops.schedule_hold import set_hold
     from rocky_engine.project import load_project
-    from rocky_engine.schedule.control import set_paused, spool_listing
+    from rocky_engine.schedule.control import spool_listing
 
     project = load_project(args.config, state_path=args.state_path, state_namespace=args.state_namespace)
     if args.schedule_command == "spool":
         return spool_listing(project.dot_rocky)
-    return set_paused(project, args.pipeline, paused=args.schedule_command == "pause")
+    return set_hold(project, args.pipeline, paused=args.schedule_command == "pause")
 
 
 #: action name -> handler; ``execute`` dispatches here.

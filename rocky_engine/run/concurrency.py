@@ -50,8 +50,14 @@ def failure_kind_of(error: BaseException | None) -> str:
     if isinstance(error, AdapterError):
         return error.failure_kind
     # A hook abort is not a warehouse failure; the contract's catch-all kind plus the hook's message
-    # (which names the hook) keeps consumers that switch on failure_kind working.
+    # (which names the hook) keeps consumers that switch on failure_kind working; ``cause_of`` says it.
     return "unknown"
+
+
+def cause_of(error: BaseException | None) -> Literal["hook-abort"] | None:
+    """What stopped a table or a run when it is not a failure ``failure_kind`` describes (``errors[].cause``):
+    an ``on_failure = "abort"`` hook."""
+    return "hook-abort" if isinstance(error, HookAbort) else None
 
 
 class ConcurrencyLimit:

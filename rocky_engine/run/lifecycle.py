@@ -5,7 +5,7 @@
   lets escape, e.g. from ``discover_complete``).
 - ``pipeline_complete``: the runner returned with ``Success`` or ``PartialFailure`` (``metadata.status``
   tells which). An ``abort`` hook that fails here makes the run a ``Failure`` naming the hook
-  (``failure_kind: "hook-abort"``); ``pipeline_error`` then fires for it.
+  (``failure_kind: "unknown"``, ``cause: "hook-abort"``); ``pipeline_error`` then fires for it.
 - ``pipeline_error``: the run did not fully succeed: ``PartialFailure``, ``Failure``, an interrupt, or a
   ``RockyError`` that escaped the runner (the run is then a recorded ``Failure`` naming it, exactly like a
   runner's own failure); a refused request (bad flags, config, model files) or an internal error fires
@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rocky_engine.errors import (
-    AdapterError,
     ConfigError,
     HookAbort,
     ModelError,
@@ -31,6 +30,7 @@ from rocky_engine.errors import (
 )
 from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
+from rocky_engine.run.concurrency import cause_of, failure_kind_of
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.run import TableError
 
@@ -94,16 +94,9 @@ def failed_output(exc: RockyError, pipeline_type: str) -> RunOutput:
     return RunOutput(
         pipeline_type=pipeline_type,
         status="Failure",
-        errors=[TableError(asset_key=[], error=str(exc), failure_kind=failure_kind_of(exc))],
+        errors=[TableError(asset_key=[], error=str(exc), failure_kind=failure_kind_of(exc),
+                           cause=cause_of(exc))],
     )
-
-
-def failure_kind_of(exc: RockyError) -> str:
-    if isinstance(exc, HookAbort):
-        return "hook-abort"
-    if isinstance(exc, AdapterError):
-        return exc.failure_kind
-    return "unknown"
 
 
 def finish_run(
@@ -120,7 +113,8 @@ def finish_run(
             events.fire("pipeline_complete", duration_ms=out.duration_ms, metadata=outcome_metadata(out))
         except HookAbort as exc:
             out.status = "Failure"
-            out.errors.append(TableError(asset_key=[], error=str(exc), failure_kind="hook-abort"))
+            out.errors.append(TableError(asset_key=[], error=str(exc), failure_kind=failure_kind_of(exc),
+                                         cause=cause_of(exc)))
             if on_abort is not None:
                 on_abort()
     if out.status in ("PartialFailure", "Failure") or out.interrupted:

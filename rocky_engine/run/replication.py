@@ -33,7 +33,14 @@ from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.table_plan import ReplicationPlan, TablePlan, plan_tables
-from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, TaskResult, failure_kind_of, run_tables
+from rocky_engine.run.concurrency import (
+    ConcurrencyLimit,
+    StopRules,
+    TaskResult,
+    cause_of,
+    failure_kind_of,
+    run_tables,
+)
 from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.output import RunOutput, derive_status
 from rocky_engine.run.progress_display import RunProgress
@@ -380,7 +387,8 @@ class ReplicationRunner:
             message = _message(error)
             if ctx.guard.stop.is_set():
                 message = f"interrupted: {message}"
-            out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind))
+            out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind,
+                                         cause=cause_of(error)))
             ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
             ctx.stream.failed("table", f"{plan.target_schema}.{plan.table}", list(plan.asset_key), message,
                               outcome.duration_ms)

@@ -8,6 +8,7 @@ pipeline's ``[checks]``, when any, run after the DAG on the models built as tabl
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from rocky_engine.config.atomic_merges import refusal
 from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
+from rocky_engine.run.concurrency import cause_of
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
@@ -205,12 +207,15 @@ class TransformationRunner:
             if parallel > 1:
                 for session in sessions:
                     session.close()
+        # The hint names the pipeline always: the command must run as pasted, and `rocky run --model M`
+        # alone is refused in a project of several pipelines (or once a second one is added).
+        rerun = f"rocky run --pipeline {shlex.quote(ctx.pipeline_name)} --model"
         for name, blockers in sorted(result.blocked.items()):
             out.contained.append(
                 ContainedInfo(
                     model=name,
                     blocked_by=blockers,
-                    unblock_hint=f"fix {', '.join(blockers)} and run again (or `rocky run --model {name}` "
+                    unblock_hint=f"fix {', '.join(blockers)} and run again (or `{rerun} {shlex.quote(name)}` "
                     "once the upstream is rebuilt)",
                 )
             )
@@ -307,7 +312,8 @@ class TransformationRunner:
             message = str(error)
             if ctx.guard.stop.is_set() and kind != "compile-error":
                 message = f"interrupted: {message}"
-            out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind))
+            out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind,
+                                         cause=cause_of(error)))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
             status = "failed"
             ctx.stream.failed("model", name, target.asset_key, message, outcome.duration_ms)

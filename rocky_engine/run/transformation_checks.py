@@ -60,7 +60,8 @@ def run_model_checks(
     except HookAbort as exc:
         # The models are built and recorded; an abort here stops only the checks, and says so.
         ctx.log.error("checks not run: %s", exc)
-        out.errors.append(TableError(asset_key=[], error=f"checks not run: {exc}", failure_kind="unknown"))
+        out.errors.append(TableError(asset_key=[], error=f"checks not run: {exc}", failure_kind="unknown",
+                                     cause="hook-abort"))
         if out.status == "Success":
             out.status = "PartialFailure"
         return

@@ -22,7 +22,7 @@ from rocky_engine.schedule.spawner import ChildResult
 from rocky_engine.state._time import rfc3339
 from rocky_engine.state.jobs import JobRow
 from rocky_engine.state.store import StateStore
-from rocky_engine.wire.jobs import JobDocument, JobOutcome, JobResult
+from rocky_engine.wire.jobs import JobDocument, JobOutcome, JobResult, JobTrigger
 
 log = get_logger("server")
 
@@ -62,11 +62,19 @@ def read_output(path: Path | None) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+#: a stored job row's kind -> the trigger of its run (an API job, kind ``run``, is ``manual``)
+_TRIGGER_OF_KIND: dict[str, JobTrigger] = {"schedule": "schedule", "webhook": "webhook"}
+
+
 def job_wire(row: JobRow) -> JobDocument:
-    """``GET /api/v1/jobs/{id}``: the contract's seven keys always, the rest when known."""
+    """``GET /api/v1/jobs/{id}``: the contract's seven keys always, the rest when known.
+
+    The store keeps a scheduled run's trigger as the row's kind (``schedule`` / ``webhook``); on the wire
+    every job is ``kind: "run"`` (the published ``JobStatus`` enum) and the trigger is its own field."""
     return JobDocument(
         job_id=row.job_id,
-        kind=row.kind,
+        kind="run",
+        trigger=_TRIGGER_OF_KIND.get(row.kind, "manual"),
         state=row.state,
         submitted_at=rfc3339(row.submitted_at),
         started_at=rfc3339(row.started_at) if row.started_at else None,

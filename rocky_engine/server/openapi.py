@@ -31,14 +31,19 @@ _SCHEMAS: dict[str, Any] = {
             "code": {"type": "string", "examples": ["mutation_in_progress"]},
             "message": {"type": "string"},
             "job_id": {"type": "string", "description": "the running job (409 mutation_in_progress)"},
+            "running_job_id": {"type": "string", "description": "the same as job_id (the published "
+                               "client's name for it)"},
         },
     },
     "Job": {
         "type": "object",
-        "required": ["job_id", "kind", "state", "submitted_at", "started_at", "finished_at", "result"],
+        "required": ["job_id", "kind", "trigger", "state", "submitted_at", "started_at", "finished_at",
+                     "result"],
         "properties": {
             "job_id": {"type": "string", "description": "API job id, or a scheduled run's submission id"},
-            "kind": {"type": "string", "enum": ["run", "schedule", "webhook"]},
+            "kind": {"type": "string", "enum": ["run"], "description": "every job of this server is a run"},
+            "trigger": {"type": "string", "enum": ["manual", "schedule", "webhook"],
+                        "description": "what started the run: the API (manual) or the resident scheduler"},
             "state": {"type": "string", "enum": ["queued", "running", "succeeded", "failed"]},
             "submitted_at": {"type": "string", "format": "date-time"},
             "started_at": {"type": ["string", "null"], "format": "date-time"},

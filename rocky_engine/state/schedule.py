@@ -144,11 +144,21 @@ class ScheduleRepo:
 
     def set_paused(self, pipeline: str, paused: bool, now: datetime) -> ScheduleRow:
         """Pause or resume a pipeline (creates its row when the scheduler has not seen it yet)."""
+        return self.hold(pipeline, paused, now)[0]
+
+    def hold(self, pipeline: str, paused: bool, now: datetime) -> tuple[ScheduleRow, bool]:
+        """Pause or resume a pipeline; (its row after, whether the flag changed).
+
+        Idempotent: a flag that already holds the requested value is not written again, so a repeated
+        pause keeps the first ``paused_at`` (since when the pipeline is held) and a resume of a pipeline
+        that is not paused writes nothing (no row is created for it)."""
         with self._store.transaction():
             row = self.get(pipeline) or ScheduleRow(pipeline=pipeline)
+            if row.paused == paused:
+                return row, False
             row = row.with_(paused=paused, paused_at=now if paused else None)
             self.upsert_many([row])
-        return row
+        return row, True
 
 
 _raw_decode = json.JSONDecoder().raw_decode

@@ -95,7 +95,8 @@ class DriftEvent(WireModel):
 
 
 class DriftSection(WireModel):
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "tables_drifted"})
+    #: ``events`` is required by the published client, ``[]`` included (a window without drift)
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"availability", "tables_drifted", "events"})
 
     availability: Availability
     tables_drifted: int = 0

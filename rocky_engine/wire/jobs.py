@@ -36,13 +36,22 @@ class JobResult(WireModel):
     recovered: bool | None = None
 
 
+#: what started a job's run (a job's ``kind`` is always ``run``: the published ``JobStatus`` knows no other
+#: kind this server has)
+JobTrigger = Literal["manual", "schedule", "webhook"]
+
+
 class JobDocument(WireModel):
     """One job: the contract's seven keys always, the rest when known."""
 
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"started_at", "finished_at", "result", "attempts"})
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        {"started_at", "finished_at", "result", "attempts", "trigger"}
+    )
 
     job_id: str
-    kind: str
+    kind: Literal["run"] = "run"
+    #: ``manual`` (``POST /api/v1/jobs/run``), or the resident scheduler's ``schedule`` / ``webhook``
+    trigger: JobTrigger = "manual"
     state: JobState
     submitted_at: str
     started_at: str | None

@@ -57,7 +57,12 @@ class MaterializationInfo(WireModel):
 
 
 class TableError(WireModel):
-    """A table (or, with an empty ``asset_key``, the whole run) that failed, and why."""
+    """A table (or, with an empty ``asset_key``, the whole run) that failed, and why.
+
+    ``failure_kind`` is one of CONTRACT section 3's eight values (the published client rejects any
+    other). ``cause`` says what stopped it when that is not a warehouse failure the kinds describe:
+    ``"hook-abort"``, an ``on_failure = "abort"`` hook (its kind is ``"unknown"``, ``error`` names the hook).
+    """
 
     ALWAYS: ClassVar[frozenset[str]] = frozenset({"asset_key", "failure_kind"})
 
@@ -65,6 +70,7 @@ class TableError(WireModel):
     error: str
     failure_kind: str = "unknown"
     cooldown_seconds: int | None = None
+    cause: Literal["hook-abort"] | None = None
 
 
 class ExecutionSummary(WireModel):

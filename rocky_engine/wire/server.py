@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from rocky_engine import __version__
-from rocky_engine.wire.base import WireModel
+from rocky_engine.wire.base import WireModel, published
 
 
 class HealthDocument(WireModel):
@@ -41,11 +41,13 @@ class MetaDocument(WireModel):
 
 
 class ErrorBody(WireModel):
-    """Every error answer: ``{code, message}``, plus the facts a route adds (the running ``job_id``)."""
+    """Every error answer: ``{code, message}``, plus the facts a route adds: the running job of a ``409
+    mutation_in_progress``, as ``job_id`` (our clients) and ``running_job_id`` (the published
+    ``ErrorEnvelope``)."""
 
     code: str
     message: str
-    job_id: str | None = None
+    job_id: str | None = published("running_job_id", None)
 
 
 class DemandAnswer(WireModel):

@@ -39,8 +39,30 @@ class WatermarksResult(WireModel):
     watermarks: list[WatermarkRow] = Field(default_factory=list)
 
 
+class ScheduleHoldResult(WireModel):
+    """``rocky state schedule pause|resume``: ``{version, command: "state", action: "pause"|"resume",
+    pipeline, paused, changed, state_path, paused_at?}`` (the published ``ScheduleHoldOutput``).
+
+    ``changed`` is false when the hold already had the requested value (a repeated pause keeps the first
+    ``paused_at``); ``state_path`` is the store file written, the one a scheduler must read for the hold
+    to apply to it."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command"})
+
+    version: str = __version__
+    command: Literal["state"] = "state"
+    action: Literal["pause", "resume"]
+    pipeline: str
+    paused: bool
+    changed: bool
+    state_path: str
+    #: since when the pipeline is held (a paused pipeline only)
+    paused_at: str | None = None
+
+
 class PauseResult(WireModel):
-    """``{version, command: "state", action: "pause"|"resume", pipeline, paused, paused_at?}``."""
+    """The pause document before ``changed`` and ``state_path`` (:class:`ScheduleHoldResult`): what
+    ``rocky_engine.schedule.control.set_paused`` still returns; the CLI no longer calls it."""
 
     ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command"})
 

@@ -134,7 +134,7 @@ def test_abort_on_pipeline_start_stops_the_run_before_any_work(tmp_path: Path) -
     out = run_in_process(config)
     assert out.status == "Failure"
     assert out.exit_code() == 1
-    assert [e.failure_kind for e in out.errors] == ["hook-abort"]
+    assert [(e.failure_kind, e.cause) for e in out.errors] == [("unknown", "hook-abort")]
     assert out.errors[0].error.startswith("aborted by hook on_pipeline_start[0] (exit) exited with code 7")
     assert "good" not in _tables(tmp_path)
     error = json.loads((tmp_path / "error.json").read_text())

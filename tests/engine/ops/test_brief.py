@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rocky_sdk.types_generated import brief_schema
 
 from rocky_engine.errors import UsageError
 from rocky_engine.ops.brief import CURSOR_KEY, build_brief, parse_since
@@ -187,3 +188,34 @@ def test_cli_brief_markdown_and_cursor(estate: Path) -> None:
         assert store.get_meta(CURSOR_KEY) == "2026-05-02T03:00:00.000000Z"
     bad = rocky(estate, "brief", "--since", "soon")
     assert bad.returncode == 1 and bad.stderr.startswith("error: --since 'soon' is not understood")
+
+
+
+def test_a_window_without_drift_validates_against_the_published_brief(tmp_path: Path) -> None:
+    """``drift.events`` is required by the published ``BriefOutput``: runs without drift write ``[]``."""
+    config = make_project(tmp_path, seed=False)
+    with StateStore.open(tmp_path / "models" / ".rocky-state.db") as store:
+        store.runs.insert_many([_run("run-ok", "models", "Success", 2, models=[("good", "success")])])
+    doc = build_brief(load_project(config), since_spec="24h", now=NOW).wire()
+    brief_schema.BriefOutput.model_validate(doc)
+    assert doc["drift"] == {"availability": "available", "tables_drifted": 0, "events": []}
+    assert doc["runs"]["total"] == 1
+
+
+def test_a_window_without_runs_validates_against_the_published_brief(estate: Path) -> None:
+    project = load_project(estate)
+    build_brief(project, since_spec="last", now=NOW).after_emit()
+    doc = build_brief(project, since_spec="last", now=NOW + timedelta(hours=1)).wire()
+    brief_schema.BriefOutput.model_validate(doc)
+    assert doc["drift"] == {"availability": "no_data", "tables_drifted": 0, "events": []}
+    assert doc["runs"]["availability"] == "no_data"
+
+
+def test_an_unavailable_drift_section_validates_against_the_published_one(tmp_path: Path) -> None:
+    """(The whole unavailable brief does not: the published scheduler section requires its counts even
+    when it could not read them, which this engine does not invent.)"""
+    config = make_project(tmp_path, seed=False)
+    (tmp_path / "models" / ".rocky-state.db").write_text("garbage" * 500)
+    doc = build_brief(load_project(config), since_spec="24h", now=NOW).wire()
+    brief_schema.BriefDriftSection.model_validate(doc["drift"])
+    assert doc["drift"]["events"] == [] and doc["drift"]["availability"] == "unavailable"

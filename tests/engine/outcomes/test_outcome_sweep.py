@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from rocky_sdk import types as sdk
+from rocky_sdk.types_generated import run_schema
 
 from rocky_engine.schedule.spawner import ChildRequest, SubprocessSpawner
 from rocky_engine.state.store import StateStore
@@ -81,6 +83,20 @@ def test_hook_abort_midway(tmp_path: Path) -> None:
     assert_one_story(end, "PartialFailure", error="aborted by hook on_before_model_run[0]")
 
 
+@pytest.mark.parametrize("event", ["pipeline_start", "before_model_run", "pipeline_complete"])
+def test_a_hook_abort_reads_as_the_published_run_output(tmp_path: Path, event: str) -> None:
+    """CONTRACT section 3 has eight failure kinds and the published ``RunOutput`` rejects any other: an
+    abort is ``unknown``, and ``cause: "hook-abort"`` (a field the published model ignores) and the
+    message say what stopped the run, in the document and in the record alike."""
+    end = ending_in_process(project(tmp_path, GOOD, _hook(event, "exit 7")))
+    assert_one_story(end, "Failure", error=f"aborted by hook on_{event}[0] (exit) exited with code 7")
+    run_schema.RunOutput.model_validate(end.doc)
+    sdk.RunResult.model_validate(end.doc)
+    assert end.record is not None and end.record.extra["errors"] == end.doc["errors"]
+    [error] = end.doc["errors"]
+    assert (error["failure_kind"], error["cause"]) == ("unknown", "hook-abort"), error
+
+
 def _errors_fired(tmp_path: Path) -> tuple[str, Path]:
     """A ``pipeline_error`` hook that appends one line per firing to a file (to count them)."""
     fired = tmp_path / "pipeline_error.log"
@@ -97,7 +113,8 @@ def test_hook_abort_at_pipeline_complete_fails_the_run(tmp_path: Path) -> None:
     assert end.doc["tables_copied"] == 1
     assert_one_story(end, "Failure", error="aborted by hook on_pipeline_complete[0]")
     assert end.record is not None
-    assert [e["failure_kind"] for e in end.record.extra["errors"]] == ["hook-abort"]
+    kinds = [(e["failure_kind"], e["cause"]) for e in end.record.extra["errors"]]
+    assert kinds == [("unknown", "hook-abort")]
     assert fired.read_text().splitlines() == ["fired"]
     with StateStore.open(store_of(config), writer=False) as store:
         entry = store.idempotency.get("nightly")

@@ -39,7 +39,7 @@ def test_a_failing_model_fails_alone_and_its_downstream_is_withheld(spark_projec
     assert doc["contained"] == [{
         "model": "bad_child",
         "blocked_by": ["bad_cast"],
-        "unblock_hint": "fix bad_cast and run again (or `rocky run --model bad_child` once the upstream "
-        "is rebuilt)",
+        "unblock_hint": "fix bad_cast and run again"
+        " (or `rocky run --pipeline models --model bad_child` once the upstream is rebuilt)",
     }]
     assert doc["tables_failed"] == 2 and doc["tables_copied"] == 3

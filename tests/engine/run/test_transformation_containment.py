@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from rocky_engine.errors import UsageError
+from tests.engine.schedule.kit import write_project
+from tests.fixtures.inprocess import rocky_in_process
 
 if TYPE_CHECKING:
     from conftest import WarehouseProject
@@ -55,20 +60,20 @@ def test_failures_withhold_downstream_while_other_branches_run(wp: WarehouseProj
         {
             "model": "bad_child",
             "blocked_by": ["bad_cast"],
-            "unblock_hint": "fix bad_cast and run again (or `rocky run --model bad_child` once the upstream "
-            "is rebuilt)",
+            "unblock_hint": "fix bad_cast and run again"
+            " (or `rocky run --pipeline models --model bad_child` once the upstream is rebuilt)",
         },
         {
             "model": "bad_grandchild",
             "blocked_by": ["bad_cast"],
-            "unblock_hint": "fix bad_cast and run again (or `rocky run --model bad_grandchild` once the "
-            "upstream is rebuilt)",
+            "unblock_hint": "fix bad_cast and run again"
+            " (or `rocky run --pipeline models --model bad_grandchild` once the upstream is rebuilt)",
         },
         {
             "model": "both_blocked",
             "blocked_by": ["bad_cast", "missing_col"],
-            "unblock_hint": "fix bad_cast, missing_col and run again (or `rocky run --model both_blocked` "
-            "once the upstream is rebuilt)",
+            "unblock_hint": "fix bad_cast, missing_col and run again"
+            " (or `rocky run --pipeline models --model both_blocked` once the upstream is rebuilt)",
         },
     ]
     assert (doc["tables_copied"], doc["tables_failed"]) == (2, 2)
@@ -242,3 +247,32 @@ def test_several_pipelines_need_the_pipeline_flag(wp: WarehouseProject) -> None:
     ok = wp.cli("run", "--pipeline", "other", "--output", "json")
     assert ok.returncode == 0, ok.stderr
     assert wp.runs()[0].pipeline == "other"
+
+
+def test_the_unblock_hint_runs_as_pasted_in_a_project_of_several_pipelines(tmp_path: Path) -> None:
+    """``rocky run --model M`` alone is refused when the project has several pipelines: the hint's command
+    names the pipeline, and it runs (here: the withheld model over its upstream's earlier build)."""
+    body = "".join(
+        f'\n[pipeline.{name}]\ntype = "transformation"\nmodels = "models/{name}/**"\n' for name in ("a", "b")
+    )
+    config = write_project(tmp_path, body, {
+        "a/upstream.sql": "SELECT 1 AS n", "a/child.sql": "SELECT n + 1 AS n FROM upstream",
+        "b/other.sql": "SELECT 2 AS n",
+    })
+
+    def rocky(*args: str) -> tuple[int, str, str]:
+        res = rocky_in_process(["-c", str(config), *args, "--output", "json"])
+        return res.returncode, res.stdout, res.stderr
+
+    assert rocky("run", "--pipeline", "a")[0] == 0
+    (tmp_path / "models" / "a" / "upstream.sql").write_text("SELECT CAST('abc' AS INTEGER) AS n")
+    code, out, err = rocky("run", "--pipeline", "a")
+    assert code == 1, err
+    [contained] = json.loads(out)["contained"]
+    hint = re.search(r"`(rocky [^`]+)`", contained["unblock_hint"])
+    assert hint is not None, contained
+    command = shlex.split(hint.group(1))
+    code, out, err = rocky(*command[1:])
+    assert code in (0, 2), (command, err)  # not a usage error
+    assert command == ["rocky", "run", "--pipeline", "a", "--model", "child"]
+    assert [m["asset_key"][-1] for m in json.loads(out)["materializations"]] == ["child"]

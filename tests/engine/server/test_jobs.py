@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rocky_sdk.types_generated.error_envelope_schema import ErrorEnvelope
 
 from rocky_engine.project import load_project
 from rocky_engine.schedule.claim_lifecycle import ChildRegistry
@@ -147,9 +148,11 @@ def test_one_mutation_at_a_time_409_names_the_running_job(tmp_path: Path) -> Non
         third = c.post("/api/v1/jobs/run")
         wait_job(c, third.json()["job_id"])
     assert second.status_code == 409
+    # the published ErrorEnvelope names the running job running_job_id; job_id stays for our clients
+    ErrorEnvelope.model_validate(second.json())
     assert second.json() == {"code": "mutation_in_progress",
                              "message": f"another job is running (job {first}); retry when it finishes",
-                             "job_id": first}
+                             "job_id": first, "running_job_id": first}
     assert running["state"] == "running" and isinstance(running["pid"], int)
     assert done["state"] == "succeeded"
     assert third.status_code == 202
@@ -164,6 +167,7 @@ def test_409_while_a_scheduler_tick_holds_the_gate(server: InProcessServer) -> N
         server.ctx.gate.release()
     assert r.status_code == 409
     assert r.json()["message"] == "a scheduler tick is running (job sub-1); retry when it finishes"
+    assert r.json()["running_job_id"] == r.json()["job_id"] == "sub-1"
 
 
 def test_409_when_another_process_holds_the_state_store(server: InProcessServer, config: Path) -> None:

@@ -66,8 +66,8 @@ def _server_read_everything(sock: socket.socket) -> bool:
     return False
 
 
-def _jobs(client: httpx.Client, kind: str) -> list[dict[str, Any]]:
-    return [j for j in client.get("/api/v1/jobs").json()["jobs"] if j["kind"] == kind]
+def _jobs(client: httpx.Client, trigger: str) -> list[dict[str, Any]]:
+    return [j for j in client.get("/api/v1/jobs").json()["jobs"] if j["trigger"] == trigger]
 
 
 def test_kill_9_between_the_202_and_the_tick_then_restart_runs_the_demand_once(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from rocky_sdk.types_generated.job_status_schema import JobStatus
+
 from rocky_engine.project import load_project
 from rocky_engine.server.context import build_context
 from rocky_engine.server.scheduler_loop import SchedulerLoop
@@ -63,18 +65,23 @@ def test_the_first_tick_waits_until_the_server_is_up(tmp_path: Path) -> None:
 def test_scheduled_and_webhook_runs_are_jobs_with_the_submission_id(tmp_path: Path) -> None:
     config = simple_project(tmp_path, FRESHNESS)
     with InProcessServer(config, scheduler=True, poll_interval_seconds=0.2) as srv, srv.client() as c:
-        def of_kind(kind: str) -> list[dict[str, object]]:
-            return [j for j in c.get("/api/v1/jobs").json()["jobs"] if j["kind"] == kind]
+        def of_trigger(trigger: str) -> list[dict[str, object]]:
+            return [j for j in c.get("/api/v1/jobs").json()["jobs"] if j["trigger"] == trigger]
 
-        scheduled = wait_for(lambda: of_kind("schedule"), 60, what="the freshness run")
+        scheduled = wait_for(lambda: of_trigger("schedule"), 60, what="the freshness run")
         job = wait_job(c, scheduled[0]["job_id"])
         c.post("/api/v1/hooks/trigger/orders", content=b"{}")
-        hooked = wait_for(lambda: of_kind("webhook"), 60, what="the webhook run")
+        hooked = wait_for(lambda: of_trigger("webhook"), 60, what="the webhook run")
         hook_job = wait_job(c, hooked[0]["job_id"])
         # the job is final before its tick is (the tick finalizes the claim, then counts): wait for the count
         fired = 'rocky_scheduler_demands_fired_total{pipeline="orders",source="webhook"} 1'
         metrics = wait_for(lambda: text if fired in (text := c.get("/metrics").text) else None, 30,
                            what="the webhook tick's metrics")
+    # both are runs to the published JobStatus (its kind enum has no "schedule" / "webhook"); the trigger
+    # is a field of ours beside it
+    for one, trigger in ((job, "schedule"), (hook_job, "webhook")):
+        JobStatus.model_validate(one)
+        assert (one["kind"], one["trigger"]) == ("run", trigger), one
     assert job["state"] == "succeeded" and job["pipeline"] == "orders"
     assert job["result"]["output"]["command"] == "run"
     assert hook_job["state"] == "succeeded"
@@ -100,7 +107,7 @@ def test_config_is_reread_every_tick_and_a_broken_edit_is_survived(tmp_path: Pat
         assert 'rocky_scheduler_ticks_total{result="config_error"}' in metrics
         # The fix (now with a schedule) is picked up by the next tick without a restart.
         write_project(tmp_path, FRESHNESS, GOOD_MODELS)
-        wait_for(lambda: any(j["kind"] == "schedule" for j in c.get("/api/v1/jobs").json()["jobs"]), 60,
+        wait_for(lambda: any(j["trigger"] == "schedule" for j in c.get("/api/v1/jobs").json()["jobs"]), 60,
                  what="a run under the edited config")
         healed = c.get("/api/v1/schedule").json()
     assert schedule["scheduler"]["last_tick"]["result"] == "config_error"

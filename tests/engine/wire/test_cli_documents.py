@@ -27,7 +27,7 @@ from rocky_engine.wire.hooks import HooksListResult, HooksTestResult
 from rocky_engine.wire.load import LoadResult
 from rocky_engine.wire.run import RunResult
 from rocky_engine.wire.spool import SpoolResult
-from rocky_engine.wire.state import PauseResult, WatermarksResult
+from rocky_engine.wire.state import ScheduleHoldResult, WatermarksResult
 from rocky_engine.wire.tick import TickResult
 from rocky_engine.wire.validate import ValidateResult
 from tests.engine.wire.house import House
@@ -66,8 +66,8 @@ STEPS = [
     Step("history --model", ("history", "--model", "order_totals"), ModelHistoryResult, 0),
     Step("history --audit", ("history", "--audit"), HistoryResult, 0),
     Step("state", ("state",), WatermarksResult, 0),
-    Step("state schedule pause", ("state", "schedule", "pause", "raw"), PauseResult, 0),
-    Step("state schedule resume", ("state", "schedule", "resume", "raw"), PauseResult, 0),
+    Step("state schedule pause", ("state", "schedule", "pause", "raw"), ScheduleHoldResult, 0),
+    Step("state schedule resume", ("state", "schedule", "resume", "raw"), ScheduleHoldResult, 0),
     Step("state schedule spool", ("state", "schedule", "spool"), SpoolResult, 0),
     Step("tick --dry-run", ("tick", "--dry-run"), TickResult, 0),
     Step("tick", ("tick",), TickResult, 2),
