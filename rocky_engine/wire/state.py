@@ -58,17 +58,3 @@ class ScheduleHoldResult(WireModel):
     state_path: str
     #: since when the pipeline is held (a paused pipeline only)
     paused_at: str | None = None
-
-
-class PauseResult(WireModel):
-    """The pause document before ``changed`` and ``state_path`` (:class:`ScheduleHoldResult`): what
-    ``rocky_engine.schedule.control.set_paused`` still returns; the CLI no longer calls it."""
-
-    ALWAYS: ClassVar[frozenset[str]] = frozenset({"version", "command"})
-
-    version: str = __version__
-    command: Literal["state"] = "state"
-    action: Literal["pause", "resume"]
-    pipeline: str
-    paused: bool
-    paused_at: str | None = None
