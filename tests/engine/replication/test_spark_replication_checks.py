@@ -13,26 +13,8 @@ import uuid
 from pathlib import Path
 
 from tests.engine.replication.conftest import ReplicationProject
+from tests.fixtures.literal_checks import CHECKS, ROWS, assertions_toml
 from tests.fixtures.spark_server import SparkServer
-
-ASSERTIONS = """
-[[pipeline.raw.checks.assertions]]
-table = "{table}"
-type = "accepted_values"
-column = "s"
-values = ["it's a\\\\b"]
-
-[[pipeline.raw.checks.assertions]]
-table = "{table}"
-type = "regex_match"
-column = "code"
-pattern = "^\\\\d{{3}}$"
-"""
-#: ``it's a\b`` and ``123`` built with chr(), and what the ANSI rule makes of the literals on Spark
-TABLES = {
-    "exact": "SELECT concat('it', chr(39), 's a', chr(92), 'b') AS s, '123' AS code",
-    "mangled": "SELECT concat('it', chr(39), 's a', chr(8)) AS s, 'ddd' AS code",
-}
 
 
 def test_replication_checks_on_spark_compare_the_exact_text(
@@ -66,15 +48,14 @@ def test_replication_checks_on_spark_compare_the_exact_text(
         adapter = "lake"
         catalog_template = "spark_catalog"
         schema_template = "{stg}__{{source}}"
-    """) + "".join(ASSERTIONS.format(table=name) for name in TABLES))
+    """) + "".join(assertions_toml("raw", name) for name in ROWS))
     rp.sql(f"CREATE SCHEMA {src}__shop",
-           *(f"CREATE TABLE {src}__shop.{name} AS {select}" for name, select in TABLES.items()))
+           *(f"CREATE TABLE {src}__shop.{name} AS {select}" for name, select in ROWS.items()))
     try:
         out = rp.run()
         assert sorted(m.asset_key[-1] for m in out.materializations) == ["exact", "mangled"], out.errors
         by_table = {r.asset_key[-1]: {c.name: c for c in r.checks} for r in out.check_results}
-        assert {name: set(checks) for name, checks in by_table.items()} == {
-            name: {"accepted_values:s", "regex_match:code"} for name in TABLES}
+        assert {name: set(checks) for name, checks in by_table.items()} == {name: CHECKS for name in ROWS}
         for name, check in by_table["exact"].items():
             assert check.passed is True and check.failing_rows == 0, (name, check)
         for name, check in by_table["mangled"].items():

@@ -9,6 +9,7 @@ them as (every assertion must fail, with no error). Views, so the test writes no
 
 from __future__ import annotations
 
+from tests.fixtures.literal_checks import CHECKS, ROWS, assertions_toml
 from tests.fixtures.spark_project import SparkProject
 
 QUALITY = """\
@@ -25,39 +26,21 @@ TABLE = """
 catalog = "spark_catalog"
 schema = "{schema}"
 table = "{table}"
-
-[[pipeline.dq.checks.assertions]]
-table = "{table}"
-type = "accepted_values"
-column = "s"
-values = ["it's a\\\\b"]
-
-[[pipeline.dq.checks.assertions]]
-table = "{table}"
-type = "regex_match"
-column = "code"
-pattern = "^\\\\d{{3}}$"
 """
-#: ``it's a\b`` and ``123`` built with chr(), and what the ANSI rule makes of the literals on Spark
-VIEWS = {
-    "exact": "SELECT concat('it', chr(39), 's a', chr(92), 'b') AS s, '123' AS code",
-    "mangled": "SELECT concat('it', chr(39), 's a', chr(8)) AS s, 'ddd' AS code",
-}
 
 
 def test_quality_assertions_on_spark_compare_the_exact_text(spark_project: SparkProject) -> None:
     p = spark_project
-    tables = "".join(TABLE.format(schema=p.schema, table=name) for name in VIEWS)
+    tables = "".join(TABLE.format(schema=p.schema, table=name) + assertions_toml("dq", name) for name in ROWS)
     p.config.write_text(QUALITY.format(url=p.server.url, tables=tables))
-    for name, select in VIEWS.items():
+    for name, select in ROWS.items():
         p.sql(f"CREATE VIEW {p.schema}.{name} AS {select}")
 
     run = p.run("--pipeline", "dq")
 
     assert run.code == 1, run.result.stderr[-3000:]
     by_table = {r["asset_key"][-1]: {c["name"]: c for c in r["checks"]} for r in run.doc["check_results"]}
-    assert {name: set(checks) for name, checks in by_table.items()} == {
-        name: {"accepted_values:s", "regex_match:code"} for name in VIEWS}
+    assert {name: set(checks) for name, checks in by_table.items()} == {name: CHECKS for name in ROWS}
     for name, check in by_table["exact"].items():
         assert check["passed"] is True and check["failing_rows"] == 0, (name, check)
     for name, check in by_table["mangled"].items():
