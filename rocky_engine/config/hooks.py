@@ -10,6 +10,7 @@ not stop the pipelines themselves.
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_core import PydanticCustomError
@@ -64,6 +65,21 @@ class WebhookHook(LenientModel):
     timeout_ms: int = Field(default=10000, ge=1)
     retry_count: int = Field(default=0, ge=0)
     retry_delay_ms: int = Field(default=1000, ge=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        # Refused here rather than warned about when the event fires: a URL without scheme or host can never
+        # deliver, and the first failure would only be seen in a log. The value is not echoed: Slack and
+        # Teams webhook URLs carry their token.
+        parts = urlsplit(value.strip())
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise PydanticCustomError(
+                "rocky_webhook_url",
+                "a webhook url must be an http:// or https:// URL with a host, e.g. "
+                "https://hooks.slack.com/services/... (the value is not shown: webhook URLs carry tokens)",
+            )
+        return value
 
     @field_validator("method")
     @classmethod

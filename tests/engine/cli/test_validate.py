@@ -236,3 +236,13 @@ def test_validate_does_not_import_heavy_modules(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY=\n" in proc.stderr
+
+
+def test_a_webhook_url_without_scheme_is_v001_and_never_printed(tmp_path: Path) -> None:
+    token = "XOXB-T0KEN-never-printed"
+    cwd = project(tmp_path, ADAPTER + f'[hook.webhooks.on_pipeline_error]\nurl = "hooks.slack.com/{token}"\n')
+    proc = rocky(cwd, "validate", "--output", "json")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert messages(doc) == [("error", "V001", "hook.webhooks.on_pipeline_error.url")]
+    assert token not in proc.stdout + proc.stderr

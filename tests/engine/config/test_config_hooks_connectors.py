@@ -221,3 +221,25 @@ def test_connector_bigquery_target_refused_at_load(tmp_path: Path) -> None:
     text = '[adapter.bq]\ntype = "bigquery"\n' + CONNECTOR.replace("{ catalog", '{ adapter = "bq", catalog')
     exc = error(tmp_path, text)
     assert "BigQuery is not supported: it does not accept local Parquet files" in str(exc)
+
+
+TOKEN = "T0KEN-abc123-secret"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [f"hooks.slack.com/services/{TOKEN}", f"ftp://hooks.example/{TOKEN}", f"https:///{TOKEN}", f"{TOKEN}"],
+    ids=["no scheme", "not http", "no host", "a bare word"],
+)
+def test_a_webhook_url_that_can_never_deliver_is_refused_without_echoing_it(tmp_path: Path, url: str) -> None:
+    err = error(tmp_path, ADAPTER + f'[hook.webhooks.on_pipeline_error]\nurl = "{url}"\n')
+    assert err.key == "hook.webhooks.on_pipeline_error.url"
+    assert "must be an http:// or https:// URL with a host" in str(err)
+    assert TOKEN not in str(err) and TOKEN not in repr(err)
+
+
+def test_http_and_https_webhook_urls_with_a_host_load(tmp_path: Path) -> None:
+    cfg = load(tmp_path, ADAPTER + '[hook.webhooks.on_pipeline_error]\nurl = "HTTPS://hooks.example:8443/x?y=1"\n'
+               '[hook.webhooks.on_pipeline_start]\nurl = "http://[::1]:9/"\n')
+    assert cfg.hook.webhooks["pipeline_error"].url == "HTTPS://hooks.example:8443/x?y=1"
+    assert cfg.hook.webhooks["pipeline_start"].url == "http://[::1]:9/"
