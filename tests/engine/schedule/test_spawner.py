@@ -6,8 +6,11 @@ fires through the injected clock only after that, so nothing depends on how fast
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
+import signal
 import sys
 import threading
 import time
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rocky_engine.schedule.spawner import CANNOT_START, ChildRequest, SubprocessSpawner
-from tests.engine.process.kit import dead, sleeping_hook, wait_for_file, wait_for_hook
+from tests.engine.process.kit import dead, sleeping_hook, until, wait_for_file, wait_for_hook
 from tests.engine.schedule.kit import transformation, write_project
 from tests.fixtures.projects import child_env
 
@@ -41,11 +44,17 @@ while True:
     time.sleep(0.05)
 """
 
+#: Exits 130 by itself on SIGTERM. The signal is blocked before "ready" and taken with ``sigtimedwait``,
+#: not caught by a handler that raises: CPython runs a pending handler wherever it next checks, e.g.
+#: inside the close of the temporary ready file below, called by its finalizer, which discards the
+#: handler's ``SystemExit`` (a drain's SIGTERM landing there was lost: the child slept its 60 s and
+#: exited 0); and a signal caught just before ``time.sleep`` enters its syscall does not cut it short.
+#: A blocked SIGTERM stays pending until it is taken, wherever it landed.
 POLITE = """
-import signal, sys, time
-signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))
+import signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 open(sys.argv[1] + ".ready", "w").write("ready")
-time.sleep(60)
+sys.exit(130 if signal.sigtimedwait({signal.SIGTERM}, 60) else 0)
 """
 
 
@@ -142,6 +151,89 @@ def test_drain_terminates_and_flags_the_child(tmp_path: Path) -> None:
     result = spawner.run(request(tmp_path))
     timer.join()
     assert result.drained and not result.timed_out and result.exit_code == 130
+
+
+def in_ready_write(pid: int, fifo: Path) -> bool:
+    """``pid`` is blocked in the write(2) of its 5-byte "ready" to ``fifo`` (``/proc/<pid>/syscall``:
+    number, fd, buffer, count: no syscall numbers, so any Linux architecture)."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+        return len(fields) > 3 and fields[3] == "0x5" and (
+            os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}") == str(fifo)
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
+def sigterm_landed(pid: int, switches: str) -> bool:
+    """A SIGTERM is pending in ``pid`` (blocked), or ``pid`` woke since it had ``switches`` voluntary context
+    switches (a caught signal interrupts the blocked write, runs the handler, and the write blocks again)."""
+    status = proc_status(pid)
+    bit = 1 << (signal.SIGTERM - 1)
+    pending = any(int(status.get(key, "0"), 16) & bit for key in ("SigPnd", "ShdPnd"))
+    return pending or status.get("voluntary_ctxt_switches", switches) != switches
+
+
+@pytest.mark.skipif(not Path("/proc/self/syscall").exists(), reason="needs /proc/<pid>/syscall (Linux)")
+def test_a_drain_landing_while_the_child_writes_its_ready_file_still_stops_it(tmp_path: Path) -> None:
+    """The CI failure (exit 0 after the child's full 60 s, drained=True): the drain's SIGTERM arrived while
+    the child was still closing its ready file, from that temporary file object's finalizer. CPython runs
+    pending signal handlers inside that close and discards what they raise, so a handler's
+    ``sys.exit(130)`` vanished there. The ready file is a full FIFO here, so the child is held inside
+    that write(2) until the SIGTERM has landed: it must still end by the drain, with its own 130."""
+    marker = tmp_path / "x"
+    fifo = Path(f"{marker}.ready")
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    filler = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        while True:  # pages, then bytes: the pipe takes nothing more and the child's write blocks
+            os.write(filler, b"." * 4096)
+    except BlockingIOError:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(filler, b".")
+    os.close(filler)
+    spawner = SubprocessSpawner(command=script(tmp_path, POLITE, marker), kill_grace_seconds=600)
+    pids: queue.Queue[int] = queue.Queue()
+    seen = bytearray()
+    failures: list[str] = []
+
+    def drain() -> None:
+        try:
+            pid = pids.get(timeout=60)
+            deadline = time.monotonic() + 60
+            if not until(lambda: in_ready_write(pid, fifo), deadline):
+                failures.append("the child never blocked in its ready write")
+            switches = proc_status(pid).get("voluntary_ctxt_switches", "")
+            spawner.terminate()
+            if not until(lambda: sigterm_landed(pid, switches), deadline):
+                failures.append("the drain's SIGTERM never reached the child")
+        finally:
+            spawner.terminate()  # never leave the child blocked in its write: the run would not return
+            os.set_blocking(reader, True)
+            while data := os.read(reader, 65536):  # lets the write finish; EOF once the child closed it
+                seen.extend(data)
+
+    helper = threading.Thread(target=drain)
+    helper.start()
+    try:
+        result = spawner.run(request(tmp_path), pids.put)
+    finally:
+        helper.join()
+        os.close(reader)
+    assert failures == []
+    assert result.drained and not result.timed_out
+    assert result.exit_code == 130 and result.duration_ms < 30_000
+    assert seen.endswith(b"ready")  # it announced, and only then took the drain's SIGTERM
 
 
 def test_a_drain_before_the_start_stops_the_next_child_at_once(tmp_path: Path) -> None:
