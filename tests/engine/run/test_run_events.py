@@ -138,7 +138,8 @@ def test_event_shapes_for_failures_and_checks(wp: WarehouseProject) -> None:
     assert failed["rows_copied"] is None and failed["duration_ms"] is not None
     null_rate = by[("check", "good", "null_rate")]["check"]
     assert null_rate == {"name": "null_rate", "kind": "null_rate", "column": "v", "passed": False,
-                         "severity": "warning", "detail": None, "observed": 1.0, "expected": 0.1}
+                         "severity": "warning", "detail": None, "observed": 1.0, "expected": 0.1,
+                         "details": {"column": "v", "null_rate": 1.0, "threshold": 0.1}}
     assert by[("check", "good", "row_count")]["check"]["observed"] == 1.0
     assert by[("materialized", "grows", None)]["row_count"] == 1  # counted: incremental appends
     # the second incremental run appends nothing: rows written 0, rows in the table still 1
