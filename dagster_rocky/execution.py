@@ -19,7 +19,7 @@ from dagster_rocky.assets import RockyAssetEntry, RockyAssetIndex
 from dagster_rocky.resource import RockyResource
 from dagster_rocky.streaming import EventRouting, FailedAsset
 from dagster_rocky.translator import component_value
-from dagster_rocky.types import SourceInfo
+from dagster_rocky.types import RunResult, SourceInfo
 
 
 @dataclass(frozen=True)
@@ -125,13 +125,30 @@ def execute_group(context: dg.AssetExecutionContext, rocky: RockyResource, plan:
             yield event
         failed.update(stream.failed)
         result = stream.result
-        if result.interrupted:
-            problems.append(f"the run for {flt} was interrupted")
-        elif result.status == "Failure" and not result.errors:
+        problems += run_problems(result, f"the run for {flt}")
+        if not result.interrupted and result.status == "Failure" and not result.errors:
             problems.append(f"the run for {flt} failed without naming a table")
     # A selected check the run did not evaluate gets no result: Dagster shows it as not executed, which
     # is the truth (a placeholder "passed" would claim a check that never ran).
     raise_for_failures(failed, problems, f"group '{plan.group}'", materialized)
+
+
+def run_problems(result: RunResult, what: str) -> list[str]:
+    """What went wrong in a run beyond any one table or model, in the engine's words.
+
+    An error with an empty ``asset_key`` is about the whole run (an ``abort`` hook at
+    ``pipeline_complete``, a failed state upload, checks a hook stopped): the run is a ``Failure`` or
+    ``PartialFailure`` even though every table may have materialized, so the step must fail with it. A
+    model withheld because an upstream model failed (``contained``) gets no materialization and no
+    error of its own: its ``unblock_hint`` is what to do.
+    """
+    problems = [f"{what} was interrupted"] if result.interrupted else []
+    problems += [f"{what}: {err.error} ({err.failure_kind})" for err in result.errors if not err.asset_key]
+    problems += [
+        f"{c.model} was not run (blocked by {', '.join(c.blocked_by)}): {c.unblock_hint}"
+        for c in result.contained
+    ]
+    return problems
 
 
 #: what a quota-exceeded failure waits before the retry when the engine names no cooldown
@@ -156,8 +173,9 @@ def raise_for_failures(
         wait = max(cooldowns) if cooldowns else QUOTA_COOLDOWN_DEFAULT_SECONDS
         raise dg.RetryRequested(max_retries=1, seconds_to_wait=wait)
     lines = [f"{f.key.to_user_string()} ({f.failure_kind}): {f.error}" for f in failed.values()] + problems
+    head = f"rocky: {len(failed)} asset(s) of {what} failed: " if failed else f"rocky: {what} failed: "
     raise dg.Failure(
-        description=f"rocky: {len(failed)} asset(s) of {what} failed: " + "; ".join(lines),
+        description=head + "; ".join(lines),
         metadata={
             "failed_assets": dg.MetadataValue.json(
                 [

@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 
 from dagster_rocky.assets import DEFAULT_POOL, node_checks, quality_checks, with_context_class
-from dagster_rocky.execution import raise_for_failures
+from dagster_rocky.execution import raise_for_failures, run_problems
 from dagster_rocky.resource import RockyResource
 from dagster_rocky.streaming import EventRouting, node_facts
 from dagster_rocky.translator import RockyDagsterTranslator, safe_name
@@ -191,8 +191,8 @@ def _pipeline_multi_asset(
             materialized += isinstance(event, dg.MaterializeResult)
             yield event
         result = stream.result
-        problems = [f"the run of pipeline {pipeline} was interrupted"] if result.interrupted else []
-        if result.status == "Failure" and not result.errors and not stream.failed:
+        problems = run_problems(result, f"the run of pipeline {pipeline}")
+        if not result.interrupted and result.status == "Failure" and not result.errors and not stream.failed:
             problems.append(f"the run of pipeline {pipeline} failed without naming a model")
         raise_for_failures(stream.failed, problems, f"pipeline '{pipeline}'", materialized)
 
@@ -232,8 +232,10 @@ def _quality_checks(
         for event in stream:
             if isinstance(event, dg.AssetCheckResult):  # a check step reports checks only
                 yield event
-        if stream.result.interrupted:
-            raise dg.Failure(description=f"rocky: the run of quality pipeline {pipeline} was interrupted")
+        # a failed check is its result (Dagster shows it); a run-level error or a checked table the run
+        # could not read fails the step, as it fails the engine's run
+        problems = run_problems(stream.result, f"the run of quality pipeline {pipeline}")
+        raise_for_failures(stream.failed, problems, f"quality pipeline '{pipeline}'", 0)
 
     return _rocky_quality
 

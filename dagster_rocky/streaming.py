@@ -44,7 +44,6 @@ from rocky_engine.wire.metadata import (
     FINISHED_AT,
     anomaly_metadata,
     check_metadata,
-    dagster_severity,
     drift_entry,
     materialization_metadata,
     row_counts_after_run,
@@ -220,20 +219,11 @@ class RockyRunStream:
             if check_key in ledger.checks or not self._routing.check_allowed(check_key):
                 return
             ledger.checks.add(check_key)
-            metadata: dict[str, Any] = {"severity": check.severity, "kind": check.kind}
-            for field_name in ("observed", "expected", "detail"):
-                value = getattr(check, field_name)
-                if value is not None:
-                    metadata[field_name] = value
-            warn = check.severity.lower().startswith("warn")
-            yield dg.AssetCheckResult(
-                asset_key=key,
-                check_name=name,
-                passed=check.passed,
-                severity=dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR,
-                metadata=metadata,
-                description=check.detail,
-            )
+            details: dict[str, Any] = dict(check.details)
+            if not details:  # an engine whose events carry no details: what the event summarises it by
+                details = {"kind": check.kind, "observed": check.observed, "expected": check.expected,
+                           "detail": check.detail}
+            yield check_outcome(check_key, check.passed, check.severity, details, description=check.detail)
         elif event.event == "drift" and event.drift is not None:
             if key not in ledger.materialized:
                 ledger.pending_drift.setdefault(key, []).append(drift_entry(event.drift))
@@ -353,15 +343,28 @@ def node_facts(node: DagNode) -> dict[str, Any]:
 
 def check_result(check_key: dg.AssetCheckKey, check: CheckResult) -> dg.AssetCheckResult:
     """A check result of the run document as Dagster's result."""
-    warn = dagster_severity(check) == "WARN"
-    severity = dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR
-    metadata: dict[str, Any] = {"severity": check.severity}
-    for name, value in check_metadata(check).items():
-        metadata[name] = dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+    return check_outcome(check_key, check.passed, check.severity, check_metadata(check))
+
+
+def check_outcome(
+    check_key: dg.AssetCheckKey,
+    passed: bool,
+    severity: str,
+    details: Mapping[str, Any],
+    description: str | None = None,
+) -> dg.AssetCheckResult:
+    """One builder for a check's Dagster result, from its event or from the document: the same check
+    gets the same metadata (its severity and measured details) whichever of the two reported it."""
+    metadata: dict[str, Any] = {"severity": severity}
+    for name, value in details.items():
+        if value is not None:
+            metadata[name] = dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+    warn = severity.lower().startswith("warn")  # the rule of wire.metadata.dagster_severity
     return dg.AssetCheckResult(
         asset_key=check_key.asset_key,
         check_name=check_key.name,
-        passed=check.passed,
-        severity=severity,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN if warn else dg.AssetCheckSeverity.ERROR,
         metadata=metadata,
+        description=description,
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rocky_engine.logs import get_logger, json_lines_active
 from rocky_engine.wire.checks import AssertionCheck, CheckResult, ColumnMatchCheck
 from rocky_engine.wire.events import EVENTS_TARGET, EventAnomaly, EventCheck, EventDrift, RunEvent
+from rocky_engine.wire.metadata import check_metadata
 
 if TYPE_CHECKING:
     from rocky_engine.adapters.base import WarehouseSession
@@ -135,6 +136,7 @@ def event_check(check: CheckResult) -> EventCheck:
         observed=float(observed) if isinstance(observed, int | float) else None,
         expected=float(expected) if isinstance(expected, int | float) and not isinstance(expected, bool)
         else None,
+        details=check_metadata(check),
     )
 
 

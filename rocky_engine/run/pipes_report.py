@@ -93,7 +93,7 @@ class PipesReporter:
                 return
             self._send(lambda: self.pipes.report_asset_check(
                 check_name=name, passed=check.passed, severity=dagster_severity(check),
-                metadata=check_metadata(check) or None, asset_key=key,
+                metadata={"severity": check.severity, **check_metadata(check)}, asset_key=key,
             ))
             self.sent_checks.add((key, name))
 

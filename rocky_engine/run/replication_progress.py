@@ -13,12 +13,17 @@ its watermark is known). A target whose watermark cannot be read keeps its store
 its next copy starts after the target's own ``MAX(ts)`` anyway (the copy's guard).
 
 Such a table's run events (its materialization with the watermark, then its checks) wait for the read
-too: ``copied(..., then=...)`` runs ``then`` once the watermark is known (or could not be read), so a
-streamed materialization carries the same watermark as the run document.
+too: ``copied(..., then=...)`` runs ``then`` on the reader thread as soon as the watermark is known (or
+could not be read), so a streamed materialization carries the same watermark as the run document. A
+table whose events someone waits for starts a read at once when none is under way; the tables copied
+meanwhile join the next read, started when that one ends, so reads stay batched while events never wait
+for another table to finish (they used to wait for the next flush, i.e. for the next table a worker
+finished: a fast table's materialization reached Dagster only when a slow one ended).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,6 +64,9 @@ class ProgressBook:
         self._unread: list[_Unread] = []
         self._reads: list[Future[list[tuple[_Unread, str | None, str | None]]]] = []
         self._reader: ThreadPoolExecutor | None = None
+        #: reads submitted and not finished; ``_unread`` and ``_reads`` are shared with the reader thread
+        self._reading = 0
+        self._lock = threading.Lock()
         self._last_flush = time.perf_counter()
 
     def finished(self, entry: ProgressEntry, watermark: str | None = None) -> None:
@@ -72,18 +80,24 @@ class ProgressBook:
         """A table copied inside one warehouse whose watermark is still to be read; ``then`` runs once
         ``meta.watermark`` is set (or could not be read)."""
         assert self._mark_session is not None, "a deferred watermark needs a session to read it"
-        self._unread.append(_Unread(entry, spec, meta, then))
-        if len(self._unread) >= MARK_BATCH:
-            self._submit()
+        with self._lock:
+            self._unread.append(_Unread(entry, spec, meta, then))
+            if len(self._unread) >= MARK_BATCH or (then is not None and not self._reading):
+                self._submit()
 
     def flush(self, *, force: bool = False) -> None:
         """Write what is ready in one transaction: at most every ``PROGRESS_FLUSH_SECONDS``, or now."""
         if not force and time.perf_counter() - self._last_flush < PROGRESS_FLUSH_SECONDS:
             return
-        self._submit()
-        for read in self._reads:
-            self._apply(read.result())
-        self._reads = []
+        while True:
+            with self._lock:
+                self._submit()
+                reads, self._reads = self._reads, []
+            if not reads:
+                break
+            # a read may have started the next one before it ended: the loop collects that one too
+            for read in reads:
+                self._apply(read.result())
         if not self._ready:
             return
         ctx = self.ctx
@@ -101,22 +115,38 @@ class ProgressBook:
             self._reader = None
 
     def _submit(self) -> None:
+        """Start a read of every unread table (the caller holds ``_lock``)."""
         if not self._unread or self._mark_session is None:
             return
         batch, self._unread = self._unread, []
         if self._reader is None:
             self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocky-marks")
-        self._reads.append(self._reader.submit(_read, self._mark_session, batch))
+        self._reading += 1
+        self._reads.append(self._reader.submit(self._read_and_announce, self._mark_session, batch))
+
+    def _read_and_announce(
+        self, session: WarehouseSession, batch: list[_Unread]
+    ) -> list[tuple[_Unread, str | None, str | None]]:
+        """The reader thread: read the batch, run its tables' events, start the next read if one waits."""
+        try:
+            results = _read(session, batch)
+            for item, value, error in results:
+                if error is None:
+                    item.meta.watermark = value
+                if item.then is not None:
+                    item.then()
+            return results
+        finally:
+            with self._lock:
+                self._reading -= 1
+                if any(item.then is not None for item in self._unread):
+                    self._submit()
 
     def _apply(self, results: list[tuple[_Unread, str | None, str | None]]) -> None:
         for item, value, error in results:
             self._ready.append(item.entry)
-            if error is None:
-                item.meta.watermark = value
-                if value is not None:
-                    self._ready_marks[item.entry.key] = value
-            if item.then is not None:
-                item.then()
+            if error is None and value is not None:
+                self._ready_marks[item.entry.key] = value
             if error is None:
                 continue
             self.ctx.log.warning(

@@ -10,7 +10,7 @@ authority on the run's outcome.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -38,6 +38,10 @@ class EventCheck(WireModel):
     detail: str | None = None
     observed: float | None = None
     expected: float | None = None
+    #: the measured details as the run document's ``check_results[].checks[]`` has them (``source_count``,
+    #: ``lag_seconds``, ``failing_rows``, ``missing`` ...), so a reader of the events builds the same
+    #: check result as a reader of the document
+    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class EventDrift(WireModel):

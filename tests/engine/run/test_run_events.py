@@ -138,7 +138,8 @@ def test_event_shapes_for_failures_and_checks(wp: WarehouseProject) -> None:
     assert failed["rows_copied"] is None and failed["duration_ms"] is not None
     null_rate = by[("check", "good", "null_rate")]["check"]
     assert null_rate == {"name": "null_rate", "kind": "null_rate", "column": "v", "passed": False,
-                         "severity": "warning", "detail": None, "observed": 1.0, "expected": 0.1}
+                         "severity": "warning", "detail": None, "observed": 1.0, "expected": 0.1,
+                         "details": {"column": "v", "null_rate": 1.0, "threshold": 0.1}}
     assert by[("check", "good", "row_count")]["check"]["observed"] == 1.0
     assert by[("materialized", "grows", None)]["row_count"] == 1  # counted: incremental appends
     # the second incremental run appends nothing: rows written 0, rows in the table still 1
@@ -189,6 +190,55 @@ def test_replication_tables_stream_drift_and_anomaly(tmp_path: Path) -> None:
     drift = next(e for e in events if e["event"] == "drift")
     assert drift["drift"]["columns"] == ["extra"] and drift["drift"]["action"] == "add_column"
     assert drift["name"] == "stg__shop.orders"
+
+
+def test_replicated_tables_stream_while_a_slow_table_still_copies(tmp_path: Path) -> None:
+    """An incremental copy's watermark is read in a batch after the copy; the table's event waits for that
+    read, never for another table: three fast tables' events arrive while a fourth is held (its
+    ``before_materialize`` hook blocks on a FIFO the test opens only after reading the three)."""
+    rp = ReplicationProject(tmp_path)
+    fifo = tmp_path / "go.fifo"
+    os.mkfifo(fifo)
+    rp.configure(sections=f"""
+        [pipeline.raw.execution]
+        concurrency = 2
+
+        [[hook.on_before_materialize]]
+        command = "if grep -q slow; then cat {fifo} > /dev/null; fi"
+        timeout_ms = 120000
+    """)
+    fast = ["first", "second", "third"]
+    for table in fast:
+        rp.source_table("src__fast", table, rows=3)
+    rp.source_table("src__held", "slow", rows=3)
+    proc = subprocess.Popen(
+        [*_rocky(), "-c", str(rp.config), "run", "--pipeline", "raw", "--output", "json"],
+        cwd=rp.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+    )
+    reader = StderrReader(proc)
+    try:
+        seen: set[str] = set()
+        while len(seen) < len(fast):  # in whichever order the workers finish them
+            seen.add(reader.until("materialized")["name"])
+        assert proc.poll() is None  # the slow table is still held: these events did not wait for it
+        with open(fifo, "w") as go:
+            go.write("go\n")
+        stdout, rest = proc.communicate(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, rest.decode()[-2000:]
+    assert seen == {f"stg__fast.{table}" for table in fast}
+    doc = json.loads(stdout)
+    events = [json.loads(x) for x in reader.rest(rest) if x.startswith("{") and '"rocky.events"' in x]
+    # each table once, with the watermark the document has (the event waited for its read)
+    marks = {m["metadata"]["target_table_full_name"]: m["metadata"]["watermark"]
+             for m in doc["materializations"]}
+    assert {e["metadata"]["target_table_full_name"]: e["metadata"]["watermark"] for e in events} == marks
+    assert len(events) == 4 and set(marks.values()) == {"2026-01-01T00:00:02Z"}
+    for key in marks:  # the watermarks still reached the state store
+        assert rp.watermark(key) == "2026-01-01T00:00:02"
 
 
 def test_pipes_messages_arrive_as_models_finish(generated: WarehouseProject, tmp_path: Path) -> None:
