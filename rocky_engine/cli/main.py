@@ -193,10 +193,16 @@ def _sigterm_as_interrupt() -> None:
     import signal
     import threading
 
+    from rocky_engine.run import interrupt
+
     if threading.current_thread() is not threading.main_thread():
         return
+    interrupt.forget_early_signal()
 
     def _raise(signum: int, frame: object) -> None:
+        # noted first: a KeyboardInterrupt raised where CPython discards it (a finalizer) still stops the
+        # run when its guard is entered (run.interrupt.note_early_signal)
+        interrupt.note_early_signal(signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _raise)

@@ -19,6 +19,28 @@ from typing import Any
 #: imported only by code that starts a child; until then no child can be running (see ``_stop_children``)
 _LAUNCHER = "rocky_engine.process.launcher"
 
+#: the name of a SIGINT/SIGTERM taken before any guard was entered (``note_early_signal``)
+_early_signal: str | None = None
+
+
+def note_early_signal(signum: int) -> None:
+    """Remember a signal that arrived before the run's guard was installed (config loading, store opening).
+
+    The entry point's early handler raises ``KeyboardInterrupt``, which normally ends the process with 130.
+    But CPython runs a pending handler wherever it next checks, and what a handler raises inside an object's
+    finalizer (a file closed by garbage collection) or under an ``except BaseException`` is discarded: the
+    command would then go on as if never signalled, and a drain would wait for the SIGKILL at the end of
+    its grace. The next guard entered stops the run at once instead.
+    """
+    global _early_signal
+    _early_signal = signal.Signals(signum).name
+
+
+def forget_early_signal() -> None:
+    """A command starts with no early signal noted (an in-process caller may run several)."""
+    global _early_signal
+    _early_signal = None
+
 
 class InterruptGuard:
     """Context manager that turns SIGINT/SIGTERM into ``stop.is_set()`` for the duration of a run."""
@@ -48,9 +70,13 @@ class InterruptGuard:
         _stop_children()
 
     def __enter__(self) -> InterruptGuard:
+        global _early_signal
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._previous[sig] = signal.signal(sig, self._handle)
+        if _early_signal is not None:  # a signal whose KeyboardInterrupt was lost: the run stops now
+            early, _early_signal = _early_signal, None
+            self._handle(signal.Signals[early], None)
         return self
 
     def __exit__(
