@@ -54,6 +54,12 @@ def failure_kind_of(error: BaseException | None) -> str:
     return "unknown"
 
 
+def cooldown_of(error: BaseException | None) -> int | None:
+    """The seconds before a re-run can work (``errors[].cooldown_seconds``): an open circuit breaker with
+    a recovery timeout says when it lets a probe through; other errors carry no hint."""
+    return error.cooldown_seconds if isinstance(error, AdapterError) else None
+
+
 def cause_of(error: BaseException | None) -> Literal["hook-abort"] | None:
     """What stopped a table or a run when it is not a failure ``failure_kind`` describes (``errors[].cause``):
     an ``on_failure = "abort"`` hook."""

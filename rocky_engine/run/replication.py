@@ -38,6 +38,7 @@ from rocky_engine.run.concurrency import (
     StopRules,
     TaskResult,
     cause_of,
+    cooldown_of,
     failure_kind_of,
     run_tables,
 )
@@ -388,7 +389,7 @@ class ReplicationRunner:
             if ctx.guard.stop.is_set():
                 message = f"interrupted: {message}"
             out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind,
-                                         cause=cause_of(error)))
+                                         cooldown_seconds=cooldown_of(error), cause=cause_of(error)))
             ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
             ctx.stream.failed("table", f"{plan.target_schema}.{plan.table}", list(plan.asset_key), message,
                               outcome.duration_ms)

@@ -18,7 +18,7 @@ from rocky_engine.config.atomic_merges import refusal
 from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.compile import compile_model
-from rocky_engine.run.concurrency import cause_of
+from rocky_engine.run.concurrency import cause_of, cooldown_of
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
@@ -313,7 +313,7 @@ class TransformationRunner:
             if ctx.guard.stop.is_set() and kind != "compile-error":
                 message = f"interrupted: {message}"
             out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind,
-                                         cause=cause_of(error)))
+                                         cooldown_seconds=cooldown_of(error), cause=cause_of(error)))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
             status = "failed"
             ctx.stream.failed("model", name, target.asset_key, message, outcome.duration_ms)

@@ -1,0 +1,112 @@
+"""What a run says about retries and the circuit breaker (CONTRACT sections 1 and 3): a warehouse that
+stops mid-run opens the breaker, the models it never reached fail fast, and each says when a re-run can
+work (``errors[].cooldown_seconds``, when a recovery timeout is configured), in the document and the record.
+
+The warehouse is a real PostgreSQL server, stopped at the handshake of a model's ``before_model_run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rocky_sdk import types as sdk
+from rocky_sdk.types_generated import run_schema
+
+from rocky_engine.project import load_project
+from rocky_engine.run.options import RunOptions
+from rocky_engine.run.output import RunOutput
+from rocky_engine.run.runner import execute_run
+from rocky_engine.state.store import StateStore
+from tests.fixtures.postgres import PgDatabase
+
+pytestmark = pytest.mark.services
+
+BREAKER_MSG = "circuit breaker open after 3 consecutive failures on adapter 'default'"
+
+
+class StopAt:
+    """An event sink that runs ``action`` once, when ``before_model_run`` fires for ``model``."""
+
+    def __init__(self, model: str, action: Any) -> None:
+        self.model, self.action, self.done = model, action, False
+
+    def fire(self, event: str, *, model: str | None = None, **_: Any) -> None:
+        if event == "before_model_run" and model == self.model and not self.done:
+            self.done = True
+            self.action()
+
+
+def _project(root: Path, db: PgDatabase, recovery: str) -> Path:
+    (root / "models").mkdir(parents=True)
+    for name in "abcdef":
+        (root / "models" / f"{name}.sql").write_text(f"SELECT 1 AS x, '{name}' AS m\n")
+    server = db.server
+    (root / "rocky.toml").write_text(textwrap.dedent(f"""
+        [adapter]
+        type = "postgres"
+        dsn = "host=127.0.0.1 port={server.port} user={server.user} password={server.password} dbname={db.name}"
+
+        [adapter.retry]
+        max_retries = 2
+        initial_backoff_ms = 10
+        max_backoff_ms = 20
+        circuit_breaker_threshold = 3
+        {recovery}
+
+        [pipeline.models]
+        type = "transformation"
+        models = "models/**"
+
+        [pipeline.models.execution]
+        concurrency = 1
+    """))
+    return root / "rocky.toml"
+
+
+def _run(config: Path, sink: StopAt) -> RunOutput:
+    project = load_project(config, env=dict(os.environ))
+    return execute_run(project, RunOptions(), events=sink)
+
+
+@pytest.mark.parametrize(("recovery", "cooldown"), [
+    ("circuit_breaker_recovery_timeout_secs = 600", True),
+    ("", False),
+])
+def test_models_after_an_open_breaker_fail_fast_and_say_when_to_retry(
+    tmp_path: Path, pg_db: PgDatabase, recovery: str, cooldown: bool
+) -> None:
+    config = _project(tmp_path, pg_db, recovery)
+    out = _run(config, StopAt("c", pg_db.server.stop))
+    doc = out.wire()
+    published = sdk.RunResult.model_validate(doc)
+    run_schema.RunOutput.model_validate(doc)
+    assert (out.status, out.exit_code()) == ("PartialFailure", 2)
+    assert [m.asset_key[-1] for m in published.materializations] == ["a", "b"]
+    errors = {e["asset_key"][-1]: e for e in doc["errors"]}
+    assert sorted(errors) == ["c", "d", "e", "f"]
+    assert all(e["failure_kind"] == "connection-failed" for e in errors.values())
+    fast = [errors[n] for n in "def"]
+    assert all(e["error"].startswith(BREAKER_MSG) for e in fast)
+    if cooldown:
+        # the rest of the 600 s recovery timeout, rounded up: never 0 or more than the timeout
+        assert all(590 <= e["cooldown_seconds"] <= 600 for e in fast), fast
+        assert all(e.cooldown_seconds is not None for e in published.errors if e.asset_key[-1] in "def")
+        assert "probes the warehouse again 600 s after" in fast[0]["error"]
+    else:
+        # no half-open probe in this run: nothing to wait for, so no hint (omitted, not null)
+        assert all("cooldown_seconds" not in e for e in fast)
+        assert "check that the warehouse is reachable, then run again" in fast[0]["error"]
+    # the run record keeps the same errors, cooldown included
+    with StateStore.open(tmp_path / "models" / ".rocky-state.db", writer=False) as store:
+        record = store.runs.get(out.run_id or "")
+    assert record is not None and record.status == "PartialFailure" and record.exit_code == 2
+    assert record.extra["errors"] == doc["errors"]
+    assert [(m.model_name, m.status) for m in record.models_executed] == [
+        ("a", "success"), ("b", "success"), ("c", "failed"), ("d", "failed"), ("e", "failed"), ("f", "failed")
+    ]
+    json.dumps(doc)
