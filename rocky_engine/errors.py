@@ -150,7 +150,8 @@ class AdapterError(RockyError):
         cooldown_seconds: int | None = None,
     ) -> None:
         self.failure_kind = failure_kind
-        #: when a retry can work again (an open circuit breaker's wait for its probe): ``errors[].cooldown_seconds``
+        #: seconds before a retry can work (an open breaker's wait for its probe), the run's
+        #: ``errors[].cooldown_seconds``
         self.cooldown_seconds = cooldown_seconds
         super().__init__(message, hint=hint)
 

@@ -14,9 +14,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.retry import RetriedAttempt
 from rocky_engine.config.atomic_merges import refusal
 from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
+from rocky_engine.run.attempts import attempt_trail, take_retried
 from rocky_engine.run.compile import compile_model
 from rocky_engine.run.concurrency import cause_of, cooldown_of
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
@@ -48,6 +50,8 @@ class TransformationRunner:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.executions: list[ModelExecution] = []
+        #: model -> the statement tries the adapter retried while building it (``run.attempts``)
+        self._retried: dict[str, list[RetriedAttempt]] = {}
 
     def run(self) -> RunOutput:
         ctx = self.ctx
@@ -181,15 +185,19 @@ class TransformationRunner:
                 raise _CompileError(str(select)) from select
             if name in refused:
                 raise refused[name]  # CapabilityRefused: compile-error, nothing was issued
-            built = materialize(
-                session, dialect, model.strategy, target, select,
-                exists_as=existing.get((target.schema, target.table)),
-            )
-            if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
-                return replace(built, row_count=built.rows)
-            if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
-                return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
-            return built
+            take_retried([session])  # what the session retried before (planning, another model) is not ours
+            try:
+                built = materialize(
+                    session, dialect, model.strategy, target, select,
+                    exists_as=existing.get((target.schema, target.table)),
+                )
+                if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
+                    return replace(built, row_count=built.rows)
+                if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
+                    return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
+                return built
+            finally:
+                self._retried[name] = take_retried([session])
 
         progress = RunProgress(len(runnable), f"{ctx.pipeline_name}")
 
@@ -229,6 +237,7 @@ class TransformationRunner:
             concurrency=parallel, tables_processed=succeeded + failed, tables_failed=failed
         )
         out.status = derive_status(succeeded, problems)
+        self._record_unbuilt(result.blocked, result.not_started, model_set, targets, out)
         watermarks = {
             ".".join(m.asset_key): m.metadata.watermark
             for m in out.materializations
@@ -241,6 +250,23 @@ class TransformationRunner:
         if checks_active(ctx.pipeline.checks) and out.materializations and not out.interrupted:
             self._check(adapter, model_set, targets, out)
         return out
+
+    def _record_unbuilt(
+        self, blocked: dict[str, list[str]], not_started: list[str], model_set: ModelSet,
+        targets: dict[str, TableName], out: RunOutput,
+    ) -> None:
+        """The models the run never built are in its record too (status ``contained`` or ``interrupted``),
+        and one it never started is an error of the document, as in a replication run: the exit code,
+        ``errors[]`` and ``rocky history`` / ``rocky brief`` then name every model that is now stale."""
+        gave_up = self.ctx.clock()  # a model that never ran has no start of its own: when the run gave up
+        status = "interrupted" if out.interrupted else "not_run"
+        for name in not_started:
+            out.errors.append(TableError(asset_key=targets[name].asset_key,
+                                         error="not run: the run was interrupted", failure_kind="unknown"))
+        unbuilt = [*((n, "contained") for n in sorted(blocked)), *((n, status) for n in not_started)]
+        for name, state in unbuilt:
+            self.executions.append(ModelExecution(model_name=name, started_at=gave_up, status=state,
+                                                  sql_hash=model_set.models[name].sql_hash))
 
     def _compile(
         self, runnable: list[str], model_set: ModelSet, targets: dict[str, TableName],
@@ -287,7 +313,9 @@ class TransformationRunner:
         model = model_set.models[name]
         finished = self.ctx.clock()
         ctx = self.ctx
+        retried = self._retried.pop(name, [])
         if outcome.ok and outcome.value is not None:
+            trail = attempt_trail(retried, outcome.duration_ms)
             out.materializations.append(
                 MaterializationInfo(
                     asset_key=target.asset_key,
@@ -300,6 +328,7 @@ class TransformationRunner:
                         target_table_full_name=target.full_name,
                         sql_hash=model.sql_hash,
                     ),
+                    attempts=trail,
                 )
             )
             status = "success"
@@ -312,6 +341,7 @@ class TransformationRunner:
             message = str(error)
             if ctx.guard.stop.is_set() and kind != "compile-error":
                 message = f"interrupted: {message}"
+            trail = attempt_trail(retried, outcome.duration_ms, message)
             out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind,
                                          cooldown_seconds=cooldown_of(error), cause=cause_of(error)))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
@@ -328,6 +358,7 @@ class TransformationRunner:
                 rows_affected=outcome.value.rows if outcome.value is not None else None,
                 status=status,
                 sql_hash=model.sql_hash,
+                attempts=[a.wire() for a in trail] or None,
             )
         )
 

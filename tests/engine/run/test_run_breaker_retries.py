@@ -22,6 +22,7 @@ from rocky_engine.run.options import RunOptions
 from rocky_engine.run.output import RunOutput
 from rocky_engine.run.runner import execute_run
 from rocky_engine.state.store import StateStore
+from tests.fixtures.inprocess import rocky_in_process
 from tests.fixtures.postgres import PgDatabase
 
 pytestmark = pytest.mark.services
@@ -46,10 +47,11 @@ def _project(root: Path, db: PgDatabase, recovery: str) -> Path:
     for name in "abcdef":
         (root / "models" / f"{name}.sql").write_text(f"SELECT 1 AS x, '{name}' AS m\n")
     server = db.server
+    dsn = f"host=127.0.0.1 port={server.port} user={server.user} password={server.password} dbname={db.name}"
     (root / "rocky.toml").write_text(textwrap.dedent(f"""
         [adapter]
         type = "postgres"
-        dsn = "host=127.0.0.1 port={server.port} user={server.user} password={server.password} dbname={db.name}"
+        dsn = "{dsn}"
 
         [adapter.retry]
         max_retries = 2
@@ -109,4 +111,35 @@ def test_models_after_an_open_breaker_fail_fast_and_say_when_to_retry(
     assert [(m.model_name, m.status) for m in record.models_executed] == [
         ("a", "success"), ("b", "success"), ("c", "failed"), ("d", "failed"), ("e", "failed"), ("f", "failed")
     ]
-    json.dumps(doc)
+
+
+def test_a_statement_retried_after_a_lost_connection_is_reported_and_recorded(
+    tmp_path: Path, pg_db: PgDatabase
+) -> None:
+    config = _project(tmp_path, pg_db, "")
+    # the server ends b's connection just before b's statement: the retry reconnects and b lands
+    out = _run(config, StopAt("b", lambda: pg_db.server.terminate_backends(pg_db.name)))
+    doc = out.wire()
+    published = sdk.RunResult.model_validate(doc)
+    run_schema.RunOutput.model_validate(doc)
+    assert (out.status, out.exit_code()) == ("Success", 0)
+    by_name = {m["asset_key"][-1]: m for m in doc["materializations"]}
+    assert sorted(by_name) == list("abcdef")
+    first, last = by_name["b"]["attempts"]
+    assert first["attempt"] == 1 and first["outcome"] == "failed"
+    assert first["transient_kind"] == "connection-failed" and first["failure_class"] == "transient"
+    assert "terminating connection" in first["error"]
+    assert 0 <= first["backoff_ms"] <= 20  # initial_backoff_ms = 10 with jitter, capped at 20
+    assert last == {"attempt": 2, "duration_ms": last["duration_ms"], "outcome": "success"}
+    # a first-try success carries no trail (omitted, not [])
+    assert all("attempts" not in by_name[n] for n in "acdef")
+    assert [len(m.attempts) for m in published.materializations] == [0, 2, 0, 0, 0, 0]
+    # the run record and `rocky history` keep the same trail
+    with StateStore.open(tmp_path / "models" / ".rocky-state.db", writer=False) as store:
+        record = store.runs.get(out.run_id or "")
+    assert record is not None
+    recorded = {m.model_name: m.attempts for m in record.models_executed}
+    assert recorded["b"] == by_name["b"]["attempts"] and recorded["a"] is None
+    history = rocky_in_process(["-c", str(config), "history", "--output", "json"])
+    models = {m["model_name"]: m for m in json.loads(history.stdout)["runs"][0]["models"]}
+    assert models["b"]["attempts"] == by_name["b"]["attempts"] and "attempts" not in models["a"]

@@ -98,13 +98,21 @@ def test_interrupt_keeps_finished_models_and_stops_scheduling(wp: WarehouseProje
     assert doc["interrupted"] is True
     assert doc["status"] == "PartialFailure"
     assert [m["asset_key"][-1] for m in doc["materializations"]] == ["fast"]
-    assert [e["asset_key"][-1] for e in doc["errors"]] == ["slow"]
+    # the model never started is named too, as a replication run names its tables not run
+    slow, later = doc["errors"]
+    assert slow["asset_key"][-1] == "slow" and slow["error"].startswith("interrupted: ")
+    assert later == {"asset_key": ["wh", "main", "zzz_later"], "error": "not run: the run was interrupted",
+                     "failure_kind": "unknown"}
+    assert (doc["tables_failed"], doc["execution"]["tables_processed"]) == (1, 2)  # not run is not failed
     assert [c["model"] for c in doc["contained"]] == ["slow_child"]
     assert wp.relation_kind("main", "zzz_later") is None  # never started after the signal
     assert "Traceback" not in stderr
     [record] = wp.runs()
     assert record.interrupted is True
-    assert [e.model_name for e in record.models_executed] == ["fast", "slow"]
+    # the record names every model the run left unbuilt, with why
+    assert [(e.model_name, e.status) for e in record.models_executed] == [
+        ("fast", "success"), ("slow", "failed"), ("slow_child", "contained"), ("zzz_later", "interrupted")
+    ]
 
 
 @pytest.mark.slow
