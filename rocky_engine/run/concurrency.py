@@ -47,6 +47,11 @@ RETRYABLE_TABLE_KINDS = frozenset({"transient", "connection-failed", "unknown"})
 PRESSURE_KINDS = frozenset({"transient", "connection-failed", "quota-exceeded"})
 
 
+class NotStarted(Exception):
+    """A signal came while the table's ``before_*`` hooks ran: its statement is never sent. The runner
+    reports it as a table the run did not start (``not run: the run was interrupted``), not as a failure."""
+
+
 def failure_kind_of(error: BaseException | None) -> str:
     if isinstance(error, AdapterError):
         return error.failure_kind

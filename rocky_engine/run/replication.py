@@ -37,6 +37,7 @@ from rocky_engine.replication.table_plan import ReplicationPlan, TablePlan, plan
 from rocky_engine.run.attempts import attempt_trail, take_retried
 from rocky_engine.run.concurrency import (
     ConcurrencyLimit,
+    NotStarted,
     StopRules,
     TaskResult,
     cause_of,
@@ -91,6 +92,8 @@ class ReplicationRunner:
         self._book: ProgressBook | None = None
         #: table key -> the statement tries its sessions retried (``run.attempts``)
         self._retried: dict[str, list[RetriedAttempt]] = {}
+        #: tables whose turn came as the run was stopped (``NotStarted``): reported with those not run
+        self._stopped: set[str] = set()
         self._check_outcomes: list[tuple[str, TableCheckOutcome]] = []
 
     # ------------------------------------------------------------------ entry
@@ -257,18 +260,19 @@ class ReplicationRunner:
                         src.close()
         self._record_checks()
         out.interrupted = ctx.guard.stop.is_set()
-        if run.not_run:
+        not_run = [k for k in order if k in self._stopped or k in run.not_run]
+        if not_run:
             reason = run.stop_reason or "the run was interrupted"
             if run.stop_reason:
-                ctx.log.error("stopped scheduling: %s; %d table(s) not run", reason, len(run.not_run))
+                ctx.log.error("stopped scheduling: %s; %d table(s) not run", reason, len(not_run))
             # in the record too: `rocky history` and `rocky brief` name every table the run left stale
             gave_up, status = ctx.clock(), "interrupted" if out.interrupted else "not_run"
-            for key in run.not_run:
+            for key in not_run:
                 out.errors.append(TableError(asset_key=list(prepared.tables[key].plan.asset_key),
                                              error=f"not run: {reason}", failure_kind="unknown"))
                 self.executions.append(ModelExecution(model_name=prepared.tables[key].plan.key,
                                                       started_at=gave_up, status=status))
-        return self._finish(pipeline, out, limit.peak, len(run.not_run))
+        return self._finish(pipeline, out, limit.peak, len(not_run))
 
     def _copy(
         self, item: PreparedTable, worker: Worker, same: bool, checks: ChecksConfig | None
@@ -280,6 +284,8 @@ class ReplicationRunner:
         assert spec is not None
         src, tgt = worker
         ctx.events.fire("before_materialize", table=item.plan.key)
+        if ctx.guard.stop.is_set():  # the signal came during the hooks: nothing of this table is sent
+            raise NotStarted(item.plan.key)
         validate_spec(spec, item.plan.label)
         deferred = same and tracks_watermark(spec)
         if same:
@@ -344,6 +350,9 @@ class ReplicationRunner:
         finished = ctx.clock()
         rows: int | None = None
         retried = self._retried.pop(outcome.name, []) + outcome.retried
+        if isinstance(outcome.error, NotStarted):
+            self._stopped.add(outcome.name)
+            return
         trail: list[AttemptInfo] = []
         if outcome.ok and outcome.value is not None:
             trail = attempt_trail(retried, outcome.duration_ms)

@@ -20,7 +20,7 @@ from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, Mo
 from rocky_engine.models.dag import ModelSet
 from rocky_engine.run.attempts import attempt_trail, take_retried
 from rocky_engine.run.compile import compile_model
-from rocky_engine.run.concurrency import cause_of, cooldown_of
+from rocky_engine.run.concurrency import NotStarted, cause_of, cooldown_of
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
@@ -52,6 +52,8 @@ class TransformationRunner:
         self.executions: list[ModelExecution] = []
         #: model -> the statement tries the adapter retried while building it (``run.attempts``)
         self._retried: dict[str, list[RetriedAttempt]] = {}
+        #: models whose turn came as the run was stopped (``NotStarted``): reported as not started
+        self._stopped: set[str] = set()
 
     def run(self) -> RunOutput:
         ctx = self.ctx
@@ -180,6 +182,8 @@ class TransformationRunner:
             model = model_set.models[name]
             target = targets[name]
             ctx.events.fire("before_model_run", model=name, table=target.full_name)
+            if ctx.guard.stop.is_set():  # the signal came during the hooks: nothing of this model is sent
+                raise NotStarted(name)
             select = compiled[name]
             if isinstance(select, ModelError):
                 raise _CompileError(str(select)) from select
@@ -230,14 +234,15 @@ class TransformationRunner:
         out.interrupted = ctx.guard.stop.is_set()
         failed = len(out.errors)
         succeeded = len(out.materializations)
-        problems = failed + len(out.contained) + (len(result.not_started) if out.interrupted else 0)
+        stopped = [n for n in runnable if n in self._stopped or n in result.not_started]
+        problems = failed + len(out.contained) + (len(stopped) if out.interrupted else 0)
         out.tables_copied = succeeded
         out.tables_failed = failed
         out.execution = ExecutionSummary(
             concurrency=parallel, tables_processed=succeeded + failed, tables_failed=failed
         )
         out.status = derive_status(succeeded, problems)
-        self._record_unbuilt(result.blocked, result.not_started, model_set, targets, out)
+        self._record_unbuilt(result.blocked, stopped, model_set, targets, out)
         watermarks = {
             ".".join(m.asset_key): m.metadata.watermark
             for m in out.materializations
@@ -314,6 +319,9 @@ class TransformationRunner:
         finished = self.ctx.clock()
         ctx = self.ctx
         retried = self._retried.pop(name, [])
+        if isinstance(outcome.error, NotStarted):
+            self._stopped.add(name)
+            return
         if outcome.ok and outcome.value is not None:
             trail = attempt_trail(retried, outcome.duration_ms)
             out.materializations.append(
