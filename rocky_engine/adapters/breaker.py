@@ -66,7 +66,7 @@ class CircuitBreaker:
         """Let a call through, or raise the fail-fast error while the breaker is open.
 
         Raises:
-            AdapterError: ``connection-failed``, the breaker is open (or a half-open probe is in flight).
+            AdapterError: ``quota-exceeded``, the breaker is open (or a half-open probe is in flight).
         """
         if self._state == "closed":  # the hot path takes no lock
             return
@@ -131,7 +131,10 @@ class CircuitBreaker:
         return AdapterError(
             f"circuit breaker open after {self._failures} consecutive failures on adapter '{self.adapter}'; "
             "remaining statements fail fast",
-            failure_kind="connection-failed",
+            # the published kind of a tripped breaker (rocky-sdk: "a configured budget cap (retry budget,
+            # circuit breaker ...)"): a consumer retries it after cooldown_seconds (dagster_rocky raises
+            # RetryRequested), and table_retries does not re-attempt a table that would only fail fast again
+            failure_kind="quota-exceeded",
             hint=hint,
             cooldown_seconds=cooldown,
         )

@@ -91,14 +91,28 @@ def test_models_after_an_open_breaker_fail_fast_and_say_when_to_retry(
     assert [m.asset_key[-1] for m in published.materializations] == ["a", "b"]
     errors = {e["asset_key"][-1]: e for e in doc["errors"]}
     assert sorted(errors) == ["c", "d", "e", "f"]
-    assert all(e["failure_kind"] == "connection-failed" for e in errors.values())
+    assert errors["c"]["failure_kind"] == "connection-failed"  # the failure that opened the breaker
     fast = [errors[n] for n in "def"]
+    # a tripped breaker is the published quota-exceeded: what dagster_rocky retries after the cooldown
+    assert all(e["failure_kind"] == "quota-exceeded" for e in fast)
     assert all(e["error"].startswith(BREAKER_MSG) for e in fast)
     if cooldown:
         # the rest of the 600 s recovery timeout, rounded up: never 0 or more than the timeout
         assert all(590 <= e["cooldown_seconds"] <= 600 for e in fast), fast
         assert all(e.cooldown_seconds is not None for e in published.errors if e.asset_key[-1] in "def")
         assert "probes the warehouse again 600 s after" in fast[0]["error"]
+        # what the Dagster integration makes of these errors: a retry of the step after that cooldown
+        import dagster as dg
+
+        from dagster_rocky.execution import raise_for_failures
+        from dagster_rocky.streaming import FailedAsset
+
+        failed = {dg.AssetKey(e["asset_key"]): FailedAsset(dg.AssetKey(e["asset_key"]), e["error"],
+                                                           e["failure_kind"], e.get("cooldown_seconds"))
+                  for e in doc["errors"]}
+        with pytest.raises(dg.RetryRequested) as retry:
+            raise_for_failures(failed, [], "the run", 2)
+        assert 590 <= retry.value.seconds_to_wait <= 600
     else:
         # no half-open probe in this run: nothing to wait for, so no hint (omitted, not null)
         assert all("cooldown_seconds" not in e for e in fast)
