@@ -145,8 +145,14 @@ class StateDamagedError(StateError):
 class AdapterError(RockyError):
     """A warehouse operation failed; ``failure_kind`` classifies it (CONTRACT section 3)."""
 
-    def __init__(self, message: str, *, failure_kind: str = "unknown", hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, failure_kind: str = "unknown", hint: str | None = None,
+        cooldown_seconds: int | None = None,
+    ) -> None:
         self.failure_kind = failure_kind
+        #: seconds before a retry can work (an open breaker's wait for its probe), the run's
+        #: ``errors[].cooldown_seconds``
+        self.cooldown_seconds = cooldown_seconds
         super().__init__(message, hint=hint)
 
 

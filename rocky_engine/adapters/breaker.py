@@ -10,6 +10,7 @@ error, proves it is reachable and resets the count.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -65,7 +66,7 @@ class CircuitBreaker:
         """Let a call through, or raise the fail-fast error while the breaker is open.
 
         Raises:
-            AdapterError: ``connection-failed``, the breaker is open (or a half-open probe is in flight).
+            AdapterError: ``quota-exceeded``, the breaker is open (or a half-open probe is in flight).
         """
         if self._state == "closed":  # the hot path takes no lock
             return
@@ -117,14 +118,23 @@ class CircuitBreaker:
             self._probing = False
 
     def open_error(self) -> AdapterError:
+        cooldown: int | None = None
         if self.recovery_timeout_secs is None:
             hint = "check that the warehouse is reachable, then run again"
         else:
             hint = (f"one statement probes the warehouse again {self.recovery_timeout_secs} s after the "
                     "breaker opened")
+            # What an orchestrator waits before a re-run (the run's errors[].cooldown_seconds): the rest of
+            # the recovery timeout, rounded up so a re-run never lands before the probe would.
+            left = self.recovery_timeout_secs - (self._clock() - self._opened_at)
+            cooldown = max(0, math.ceil(left))
         return AdapterError(
             f"circuit breaker open after {self._failures} consecutive failures on adapter '{self.adapter}'; "
             "remaining statements fail fast",
-            failure_kind="connection-failed",
+            # the published kind of a tripped breaker (rocky-sdk: "a configured budget cap (retry budget,
+            # circuit breaker ...)"): a consumer retries it after cooldown_seconds (dagster_rocky raises
+            # RetryRequested), and table_retries does not re-attempt a table that would only fail fast again
+            failure_kind="quota-exceeded",
             hint=hint,
+            cooldown_seconds=cooldown,
         )

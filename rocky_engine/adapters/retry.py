@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocky_engine.adapters.base import (
@@ -47,6 +48,19 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class RetriedAttempt:
+    """A failed attempt that was retried: what the run reports of it (``materializations[].attempts``)."""
+
+    #: ``time.perf_counter()`` at the attempt's start, to order the attempts of one model
+    started: float
+    duration_ms: int
+    error: str
+    failure_kind: str
+    #: the wait before the next attempt
+    backoff_ms: int
+
+
 class StatementRetrier:
     """Calls a warehouse operation, retrying transient and connection failures with backoff."""
 
@@ -64,6 +78,14 @@ class StatementRetrier:
         self._sleep = sleep
         self._rand = rand
         self._log = log or get_logger("retry")
+        #: the retried attempts since the last ``take_retried`` (one retrier per session: one statement at
+        #: a time, so no lock)
+        self.retried: list[RetriedAttempt] = []
+
+    def take_retried(self) -> list[RetriedAttempt]:
+        """The attempts retried since the last call (a run asks once per model), and forget them."""
+        taken, self.retried = self.retried, []
+        return taken
 
     def backoff_ms(self, retry: int) -> float:
         """The backoff ceiling before retry number ``retry`` (0-based), without jitter."""
@@ -101,6 +123,7 @@ class StatementRetrier:
         retry = 0
         while True:
             self.breaker.before_call()
+            t0 = time.perf_counter()
             try:
                 result = fn()
             except AdapterError as exc:
@@ -115,6 +138,10 @@ class StatementRetrier:
                     "adapter '%s': %s failed (%s): %s; retry %d/%d in %.2f s",
                     self.breaker.adapter, description, exc.failure_kind, exc.message,
                     retry + 1, self.cfg.max_retries, delay,
+                )
+                spent_ms = int((time.perf_counter() - t0) * 1000)
+                self.retried.append(
+                    RetriedAttempt(t0, spent_ms, exc.message, exc.failure_kind, int(delay * 1000))
                 )
                 if on_retry is not None:
                     on_retry(exc)
@@ -210,6 +237,10 @@ class RetryingSession:
         self, name: str, columns: Sequence[tuple[str, str]], readers: Sequence[Any], *, once: bool
     ) -> AbstractContextManager[str]:
         return self.inner.scan_arrow(name, columns, readers, once=once)
+
+    def take_retried(self) -> list[RetriedAttempt]:
+        """The statement attempts of this session retried since the last call (``StatementRetrier``)."""
+        return self.retrier.take_retried()
 
     def interrupt(self) -> None:
         self._stop.set()

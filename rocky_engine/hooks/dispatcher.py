@@ -166,6 +166,10 @@ class HookDispatcher:
         if hook.on_failure == "ignore":
             log.debug("%s (on_failure = ignore)", what)
             return None
+        if outcome.interrupted:
+            # the run is stopping on its own signal: it does not "go on", and there is nothing to abort
+            log.warning("%s; the run stops without starting anything else", what)
+            return None
         if hook.on_failure == "abort" and event in ABORTABLE_EVENTS:
             log.error("%s; on_failure = abort: stopping the run before its next materialization", what)
             return HookAbort(

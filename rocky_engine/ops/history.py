@@ -21,7 +21,7 @@ from rocky_engine.ops import history_render as render
 from rocky_engine.ops.md_text import when
 from rocky_engine.output import Result
 from rocky_engine.state._time import rfc3339, utc
-from rocky_engine.state.runs import RUN_STATUSES, RUN_TRIGGERS, RunRecord
+from rocky_engine.state.runs import NOT_EXECUTED, RUN_STATUSES, RUN_TRIGGERS, RunRecord
 from rocky_engine.state.store import StateStore
 from rocky_engine.wire.history import (
     HistoryResult,
@@ -257,10 +257,11 @@ def history_run(record: RunRecord, *, audit: bool) -> HistoryRun:
         duration_ms=record.effective_duration_ms(),
         status=record.status,
         trigger=record.trigger,
-        models_executed=len(record.models_executed),
+        # what ran: the record also lists the models the run never built (``NOT_EXECUTED``)
+        models_executed=sum(1 for m in record.models_executed if m.status not in NOT_EXECUTED),
         models=[
             HistoryRunModel(model_name=m.model_name, duration_ms=m.duration_ms, rows_affected=m.rows_affected,
-                            status=m.status)
+                            status=m.status, attempts=m.attempts or [])
             for m in record.models_executed
         ],
         pipeline=record.pipeline,

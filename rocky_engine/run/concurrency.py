@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
 from rocky_engine.adapters.base import Maintenance
+from rocky_engine.adapters.retry import RetriedAttempt
 from rocky_engine.errors import AdapterError, HookAbort
 from rocky_engine.run.maintenance_gate import MaintenanceGate
 from rocky_engine.state._time import now_utc
@@ -46,12 +47,23 @@ RETRYABLE_TABLE_KINDS = frozenset({"transient", "connection-failed", "unknown"})
 PRESSURE_KINDS = frozenset({"transient", "connection-failed", "quota-exceeded"})
 
 
+class NotStarted(Exception):
+    """A signal came while the table's ``before_*`` hooks ran: its statement is never sent. The runner
+    reports it as a table the run did not start (``not run: the run was interrupted``), not as a failure."""
+
+
 def failure_kind_of(error: BaseException | None) -> str:
     if isinstance(error, AdapterError):
         return error.failure_kind
     # A hook abort is not a warehouse failure; the contract's catch-all kind plus the hook's message
     # (which names the hook) keeps consumers that switch on failure_kind working; ``cause_of`` says it.
     return "unknown"
+
+
+def cooldown_of(error: BaseException | None) -> int | None:
+    """The seconds before a re-run can work (``errors[].cooldown_seconds``): an open circuit breaker with
+    a recovery timeout says when it lets a probe through; other errors carry no hint."""
+    return error.cooldown_seconds if isinstance(error, AdapterError) else None
 
 
 def cause_of(error: BaseException | None) -> Literal["hook-abort"] | None:
@@ -102,6 +114,8 @@ class TaskResult(Generic[T]):
     attempts: int
     value: T | None = None
     error: BaseException | None = None
+    #: the tries before the last one (``table_retries``), for the table's retry trail (``run.attempts``)
+    retried: list[RetriedAttempt] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -146,12 +160,16 @@ def run_tables(
     workers: list[W] = []
     free: list[W] = []
     first_start: dict[str, tuple[datetime, float]] = {}
+    #: per table, its latest try's start (``perf_counter``), and the tries that were retried
+    try_start: dict[str, float] = {}
+    retried: dict[str, list[RetriedAttempt]] = {}
     succeeded = failed = 0
     lock = threading.Lock()
 
     def execute(name: str, attempt: int, worker: W) -> tuple[str, int, W, T | None, BaseException | None]:
         with lock:
             first_start.setdefault(name, (clock(), time.perf_counter()))
+            try_start[name] = time.perf_counter()
         try:
             return name, attempt, worker, task(name, worker), None
         except BaseException as exc:  # contained per table, reported by the runner
@@ -167,10 +185,15 @@ def run_tables(
                 and not stop.is_set() and isinstance(error, Exception) and not isinstance(error, HookAbort):
             if on_retry is not None:
                 on_retry(name, error, attempt)
+            t_try = try_start[name]
+            retried.setdefault(name, []).append(RetriedAttempt(
+                t_try, int((time.perf_counter() - t_try) * 1000), str(error), kind, backoff_ms=0  # at once
+            ))
             queue.appendleft((name, attempt + 1))
             return None
         started, t0 = first_start[name]
-        outcome = TaskResult(name, started, int((time.perf_counter() - t0) * 1000), attempt, value, error)
+        outcome = TaskResult(name, started, int((time.perf_counter() - t0) * 1000), attempt, value, error,
+                             retried.pop(name, []))
         result.outcomes[name] = outcome
         if error is None:
             succeeded += 1

@@ -30,7 +30,7 @@ from rocky_engine.errors import (
 )
 from rocky_engine.hooks.sink import EventSink
 from rocky_engine.logs import get_logger
-from rocky_engine.run.concurrency import cause_of, failure_kind_of
+from rocky_engine.run.concurrency import cause_of, cooldown_of, failure_kind_of
 from rocky_engine.run.output import RunOutput
 from rocky_engine.wire.run import TableError
 
@@ -95,7 +95,7 @@ def failed_output(exc: RockyError, pipeline_type: str) -> RunOutput:
         pipeline_type=pipeline_type,
         status="Failure",
         errors=[TableError(asset_key=[], error=str(exc), failure_kind=failure_kind_of(exc),
-                           cause=cause_of(exc))],
+                           cooldown_seconds=cooldown_of(exc), cause=cause_of(exc))],
     )
 
 

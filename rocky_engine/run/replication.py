@@ -27,17 +27,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.retry import RetriedAttempt
 from rocky_engine.config.atomic_merges import refusal, replication_request
 from rocky_engine.config.schema_pattern import SchemaPattern
 from rocky_engine.errors import RockyError, UsageError
 from rocky_engine.replication.copy_sql import CopyResult, copy_same_warehouse, tracks_watermark, validate_spec
 from rocky_engine.replication.filter import ReplicationFilter
 from rocky_engine.replication.table_plan import ReplicationPlan, TablePlan, plan_tables
+from rocky_engine.run.attempts import attempt_trail, take_retried
 from rocky_engine.run.concurrency import (
     ConcurrencyLimit,
+    NotStarted,
     StopRules,
     TaskResult,
     cause_of,
+    cooldown_of,
     failure_kind_of,
     run_tables,
 )
@@ -49,6 +53,7 @@ from rocky_engine.run.replication_progress import ProgressBook
 from rocky_engine.state.progress import FAILED, SUCCESS, ProgressEntry
 from rocky_engine.state.runs import ModelExecution
 from rocky_engine.wire.run import (
+    AttemptInfo,
     DriftAction,
     ExecutionSummary,
     MaterializationInfo,
@@ -85,6 +90,10 @@ class ReplicationRunner:
         self.ctx = ctx
         self.executions: list[ModelExecution] = []
         self._book: ProgressBook | None = None
+        #: table key -> the statement tries its sessions retried (``run.attempts``)
+        self._retried: dict[str, list[RetriedAttempt]] = {}
+        #: tables whose turn came as the run was stopped (``NotStarted``): reported with those not run
+        self._stopped: set[str] = set()
         self._check_outcomes: list[tuple[str, TableCheckOutcome]] = []
 
     # ------------------------------------------------------------------ entry
@@ -217,7 +226,12 @@ class ReplicationRunner:
             return src, tgt
 
         def task(key: str, worker: Worker) -> TableCopy:
-            return self._copy(prepared.tables[key], worker, same, checks)
+            take_retried(set(worker))  # what the worker's sessions retried for another table is not ours
+            try:
+                return self._copy(prepared.tables[key], worker, same, checks)
+            finally:
+                # a table retry runs this again: its statement tries add up
+                self._retried.setdefault(key, []).extend(take_retried(set(worker)))
 
         progress = RunProgress(len(order), ctx.pipeline_name)
 
@@ -246,14 +260,19 @@ class ReplicationRunner:
                         src.close()
         self._record_checks()
         out.interrupted = ctx.guard.stop.is_set()
-        if run.not_run:
+        not_run = [k for k in order if k in self._stopped or k in run.not_run]
+        if not_run:
             reason = run.stop_reason or "the run was interrupted"
             if run.stop_reason:
-                ctx.log.error("stopped scheduling: %s; %d table(s) not run", reason, len(run.not_run))
-            for key in run.not_run:
+                ctx.log.error("stopped scheduling: %s; %d table(s) not run", reason, len(not_run))
+            # in the record too: `rocky history` and `rocky brief` name every table the run left stale
+            gave_up, status = ctx.clock(), "interrupted" if out.interrupted else "not_run"
+            for key in not_run:
                 out.errors.append(TableError(asset_key=list(prepared.tables[key].plan.asset_key),
                                              error=f"not run: {reason}", failure_kind="unknown"))
-        return self._finish(pipeline, out, limit.peak, len(run.not_run))
+                self.executions.append(ModelExecution(model_name=prepared.tables[key].plan.key,
+                                                      started_at=gave_up, status=status))
+        return self._finish(pipeline, out, limit.peak, len(not_run))
 
     def _copy(
         self, item: PreparedTable, worker: Worker, same: bool, checks: ChecksConfig | None
@@ -265,6 +284,8 @@ class ReplicationRunner:
         assert spec is not None
         src, tgt = worker
         ctx.events.fire("before_materialize", table=item.plan.key)
+        if ctx.guard.stop.is_set():  # the signal came during the hooks: nothing of this table is sent
+            raise NotStarted(item.plan.key)
         validate_spec(spec, item.plan.label)
         deferred = same and tracks_watermark(spec)
         if same:
@@ -328,7 +349,13 @@ class ReplicationRunner:
         plan = item.plan
         finished = ctx.clock()
         rows: int | None = None
+        retried = self._retried.pop(outcome.name, []) + outcome.retried
+        if isinstance(outcome.error, NotStarted):
+            self._stopped.add(outcome.name)
+            return
+        trail: list[AttemptInfo] = []
         if outcome.ok and outcome.value is not None:
+            trail = attempt_trail(retried, outcome.duration_ms)
             copied = outcome.value
             rows = copied.result.rows
             watermark = copied.result.watermark
@@ -346,6 +373,7 @@ class ReplicationRunner:
                     rows_copied=rows,
                     started_at=outcome.started_at.isoformat().replace("+00:00", "Z"),
                     metadata=meta,
+                    attempts=trail,
                 )
             )
             name, asset_key = f"{plan.target_schema}.{plan.table}", list(plan.asset_key)
@@ -387,8 +415,9 @@ class ReplicationRunner:
             message = _message(error)
             if ctx.guard.stop.is_set():
                 message = f"interrupted: {message}"
+            trail = attempt_trail(retried, outcome.duration_ms, message)
             out.errors.append(TableError(asset_key=list(plan.asset_key), error=message, failure_kind=kind,
-                                         cause=cause_of(error)))
+                                         cooldown_seconds=cooldown_of(error), cause=cause_of(error)))
             ctx.log.error("table %s -> %s failed (%s): %s", plan.label, plan.key, kind, message)
             ctx.stream.failed("table", f"{plan.target_schema}.{plan.table}", list(plan.asset_key), message,
                               outcome.duration_ms)
@@ -398,7 +427,8 @@ class ReplicationRunner:
                             duration_ms=outcome.duration_ms)
         self.executions.append(
             ModelExecution(model_name=plan.key, started_at=outcome.started_at, finished_at=finished,
-                           duration_ms=outcome.duration_ms, rows_affected=rows, status=status)
+                           duration_ms=outcome.duration_ms, rows_affected=rows, status=status,
+                           attempts=[a.wire() for a in trail] or None)
         )
         book.flush()
 

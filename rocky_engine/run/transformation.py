@@ -14,11 +14,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rocky_engine.adapters.base import TableName, WarehouseAdapter, WarehouseSession
+from rocky_engine.adapters.retry import RetriedAttempt
 from rocky_engine.config.atomic_merges import refusal
 from rocky_engine.errors import AdapterError, CapabilityRefused, ConfigError, ModelError, RockyError
 from rocky_engine.models.dag import ModelSet
+from rocky_engine.run.attempts import attempt_trail, take_retried
 from rocky_engine.run.compile import compile_model
-from rocky_engine.run.concurrency import cause_of
+from rocky_engine.run.concurrency import NotStarted, cause_of, cooldown_of
 from rocky_engine.run.dag_executor import TaskOutcome, run_dag
 from rocky_engine.run.events import count_rows_after
 from rocky_engine.run.materialize import Materialized, materialize
@@ -48,6 +50,10 @@ class TransformationRunner:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.executions: list[ModelExecution] = []
+        #: model -> the statement tries the adapter retried while building it (``run.attempts``)
+        self._retried: dict[str, list[RetriedAttempt]] = {}
+        #: models whose turn came as the run was stopped (``NotStarted``): reported as not started
+        self._stopped: set[str] = set()
 
     def run(self) -> RunOutput:
         ctx = self.ctx
@@ -176,20 +182,26 @@ class TransformationRunner:
             model = model_set.models[name]
             target = targets[name]
             ctx.events.fire("before_model_run", model=name, table=target.full_name)
+            if ctx.guard.stop.is_set():  # the signal came during the hooks: nothing of this model is sent
+                raise NotStarted(name)
             select = compiled[name]
             if isinstance(select, ModelError):
                 raise _CompileError(str(select)) from select
             if name in refused:
                 raise refused[name]  # CapabilityRefused: compile-error, nothing was issued
-            built = materialize(
-                session, dialect, model.strategy, target, select,
-                exists_as=existing.get((target.schema, target.table)),
-            )
-            if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
-                return replace(built, row_count=built.rows)
-            if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
-                return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
-            return built
+            take_retried([session])  # what the session retried before (planning, another model) is not ours
+            try:
+                built = materialize(
+                    session, dialect, model.strategy, target, select,
+                    exists_as=existing.get((target.schema, target.table)),
+                )
+                if model.strategy.type == "full_refresh":  # a rebuild holds exactly the rows it wrote
+                    return replace(built, row_count=built.rows)
+                if model.strategy.type in _APPENDING:  # rows written are not the rows in the table
+                    return replace(built, row_count=count_rows_after(ctx.stream, session, target.qualified))
+                return built
+            finally:
+                self._retried[name] = take_retried([session])
 
         progress = RunProgress(len(runnable), f"{ctx.pipeline_name}")
 
@@ -222,13 +234,15 @@ class TransformationRunner:
         out.interrupted = ctx.guard.stop.is_set()
         failed = len(out.errors)
         succeeded = len(out.materializations)
-        problems = failed + len(out.contained) + (len(result.not_started) if out.interrupted else 0)
+        stopped = [n for n in runnable if n in self._stopped or n in result.not_started]
+        problems = failed + len(out.contained) + (len(stopped) if out.interrupted else 0)
         out.tables_copied = succeeded
         out.tables_failed = failed
         out.execution = ExecutionSummary(
             concurrency=parallel, tables_processed=succeeded + failed, tables_failed=failed
         )
         out.status = derive_status(succeeded, problems)
+        self._record_unbuilt(result.blocked, stopped, model_set, targets, out)
         watermarks = {
             ".".join(m.asset_key): m.metadata.watermark
             for m in out.materializations
@@ -241,6 +255,23 @@ class TransformationRunner:
         if checks_active(ctx.pipeline.checks) and out.materializations and not out.interrupted:
             self._check(adapter, model_set, targets, out)
         return out
+
+    def _record_unbuilt(
+        self, blocked: dict[str, list[str]], not_started: list[str], model_set: ModelSet,
+        targets: dict[str, TableName], out: RunOutput,
+    ) -> None:
+        """The models the run never built are in its record too (status ``contained`` or ``interrupted``),
+        and one it never started is an error of the document, as in a replication run: the exit code,
+        ``errors[]`` and ``rocky history`` / ``rocky brief`` then name every model that is now stale."""
+        gave_up = self.ctx.clock()  # a model that never ran has no start of its own: when the run gave up
+        status = "interrupted" if out.interrupted else "not_run"
+        for name in not_started:
+            out.errors.append(TableError(asset_key=targets[name].asset_key,
+                                         error="not run: the run was interrupted", failure_kind="unknown"))
+        unbuilt = [*((n, "contained") for n in sorted(blocked)), *((n, status) for n in not_started)]
+        for name, state in unbuilt:
+            self.executions.append(ModelExecution(model_name=name, started_at=gave_up, status=state,
+                                                  sql_hash=model_set.models[name].sql_hash))
 
     def _compile(
         self, runnable: list[str], model_set: ModelSet, targets: dict[str, TableName],
@@ -287,7 +318,12 @@ class TransformationRunner:
         model = model_set.models[name]
         finished = self.ctx.clock()
         ctx = self.ctx
+        retried = self._retried.pop(name, [])
+        if isinstance(outcome.error, NotStarted):
+            self._stopped.add(name)
+            return
         if outcome.ok and outcome.value is not None:
+            trail = attempt_trail(retried, outcome.duration_ms)
             out.materializations.append(
                 MaterializationInfo(
                     asset_key=target.asset_key,
@@ -300,6 +336,7 @@ class TransformationRunner:
                         target_table_full_name=target.full_name,
                         sql_hash=model.sql_hash,
                     ),
+                    attempts=trail,
                 )
             )
             status = "success"
@@ -312,8 +349,9 @@ class TransformationRunner:
             message = str(error)
             if ctx.guard.stop.is_set() and kind != "compile-error":
                 message = f"interrupted: {message}"
+            trail = attempt_trail(retried, outcome.duration_ms, message)
             out.errors.append(TableError(asset_key=target.asset_key, error=message, failure_kind=kind,
-                                         cause=cause_of(error)))
+                                         cooldown_seconds=cooldown_of(error), cause=cause_of(error)))
             ctx.log.error("model %s failed (%s): %s", name, kind, message)
             status = "failed"
             ctx.stream.failed("model", name, target.asset_key, message, outcome.duration_ms)
@@ -328,6 +366,7 @@ class TransformationRunner:
                 rows_affected=outcome.value.rows if outcome.value is not None else None,
                 status=status,
                 sql_hash=model.sql_hash,
+                attempts=[a.wire() for a in trail] or None,
             )
         )
 

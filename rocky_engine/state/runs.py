@@ -22,6 +22,10 @@ from rocky_engine.state._time import from_db, from_db_opt, to_db, to_db_opt, utc
 if TYPE_CHECKING:
     from rocky_engine.state.store import StateStore
 
+#: ``models_executed[].status`` of a model or table the run never built: withheld behind a failed upstream,
+#: not started after a stop rule (``fail_fast``, the error rate, a hook abort) or a signal
+NOT_EXECUTED: frozenset[str] = frozenset({"contained", "not_run", "interrupted"})
+
 #: Statuses a run record can carry (skipped runs write no record).
 RUN_STATUSES: tuple[str, ...] = ("Success", "PartialFailure", "Failure")
 
@@ -55,6 +59,8 @@ class ModelExecution(BaseModel):
     status: str = "success"
     #: the hash of the model's SQL (transformation runs; ``rocky history --model`` shows it)
     sql_hash: str | None = None
+    #: the retry trail when a try was retried (the document's ``materializations[].attempts`` entries)
+    attempts: list[dict[str, Any]] | None = None
 
 
 class RunRecord(BaseModel):

@@ -18,6 +18,8 @@ class HistoryRunModel(WireModel):
     duration_ms: int = 0
     rows_affected: int | None = None
     status: str = ""
+    #: the retry trail of a model that needed more than one try (``run.attempts``); omitted otherwise
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class HistoryRun(WireModel):

@@ -44,6 +44,22 @@ class MaterializationMetadata(WireModel):
         return None if value is None else timestamp_text(value)
 
 
+class AttemptInfo(WireModel):
+    """One try at materializing a table or model (the published ``AttemptRecord``); written only for a
+    materialization that was retried, the last entry being the try that stuck."""
+
+    attempt: int
+    duration_ms: int
+    outcome: Literal["success", "failed"]
+    error: str | None = None
+    #: ``"transient"`` for a failure the retry policy retried (``"unknown"`` when the kind was unknown)
+    failure_class: str | None = None
+    #: the failed try's ``failure_kind`` (``transient``, ``connection-failed`` ...)
+    transient_kind: str | None = None
+    #: the wait after this try before the next one
+    backoff_ms: int | None = None
+
+
 class MaterializationInfo(WireModel):
     """One table or model the run materialized."""
 
@@ -54,6 +70,8 @@ class MaterializationInfo(WireModel):
     rows_copied: int | None = None
     started_at: str | None = None
     metadata: MaterializationMetadata = Field(default_factory=MaterializationMetadata)
+    #: the retry trail (omitted for a first-try success): a retried-then-succeeded table says so
+    attempts: list[AttemptInfo] = Field(default_factory=list)
 
 
 class TableError(WireModel):

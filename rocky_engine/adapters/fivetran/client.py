@@ -44,8 +44,7 @@ class FivetranApiError(AdapterError):
     ) -> None:
         self.error_class = error_class
         self.status = status
-        self.cooldown_seconds = cooldown_seconds
-        super().__init__(message, failure_kind=failure_kind, hint=hint)
+        super().__init__(message, failure_kind=failure_kind, hint=hint, cooldown_seconds=cooldown_seconds)
 
 
 def retry_after_seconds(

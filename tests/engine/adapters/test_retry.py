@@ -180,7 +180,7 @@ def test_breaker_opens_after_threshold_and_fails_fast() -> None:
     with pytest.raises(AdapterError) as info:
         r.call(third)
     assert third.attempts == 0
-    assert info.value.failure_kind == "connection-failed"
+    assert info.value.failure_kind == "quota-exceeded"
     assert str(info.value) == OPEN_MSG.format(n=3, a="wh") + (
         "; check that the warehouse is reachable, then run again"
     )
@@ -350,7 +350,7 @@ def test_breaker_opens_against_a_stopped_server_and_fails_fast(
         with pytest.raises(AdapterError) as fast:
             target.execute("SELECT 1")
         assert str(fast.value).startswith(OPEN_MSG.format(n=3, a="wh"))
-        assert fast.value.failure_kind == "connection-failed"
+        assert fast.value.failure_kind == "quota-exceeded"
     with pytest.raises(AdapterError, match="circuit breaker open"):
         wh.list_relations()
     with pytest.raises(AdapterError, match="circuit breaker open"), session.transaction():

@@ -3,14 +3,18 @@ the check gate of a replication run."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import duckdb
 import pytest
+from rocky_sdk import types as sdk
+from rocky_sdk.types_generated import brief_schema
 
 from rocky_engine.errors import AdapterError
 from rocky_engine.run.concurrency import ConcurrencyLimit, StopRules, run_tables
 from tests.engine.replication.conftest import RecordingSink, ReplicationProject
+from tests.fixtures.inprocess import rocky_in_process
 
 
 def _tables(rp: ReplicationProject, bad: set[int], n: int, schema: str = "src__x") -> None:
@@ -93,6 +97,26 @@ def test_fail_fast_stops_scheduling(rp: ReplicationProject) -> None:
     assert out.errors[1].error == "not run: fail_fast is set and wh.stg__x.t1 failed"
 
 
+def test_the_record_and_brief_name_the_tables_a_stop_rule_left_unrun(rp: ReplicationProject) -> None:
+    _execution(rp, "concurrency = 1\nfail_fast = true")
+    _tables(rp, bad={1}, n=3)
+    out = rp.run()
+    assert (out.status, out.exit_code()) == ("PartialFailure", 2)
+    with rp.store() as store:
+        record = store.runs.get(out.run_id or "")
+    assert record is not None
+    assert [(m.model_name, m.status) for m in record.models_executed] == [
+        ("wh.stg__x.t0", "success"), ("wh.stg__x.t1", "failed"), ("wh.stg__x.t2", "not_run")
+    ]
+    brief = json.loads(rocky_in_process(["-c", str(rp.config), "brief", "--output", "json"]).stdout)
+    brief_schema.BriefOutput.model_validate(brief)
+    [attention] = brief["runs"]["attention"]
+    assert attention["failed_models"] == [
+        {"model_name": "wh.stg__x.t1", "status": "failed"},
+        {"model_name": "wh.stg__x.t2", "status": "not_run"},
+    ]
+
+
 def test_error_rate_abort(rp: ReplicationProject) -> None:
     _execution(rp, "concurrency = 1\nerror_rate_abort_pct = 50")
     _tables(rp, bad={1, 3, 5}, n=8)
@@ -125,6 +149,62 @@ def test_table_retries_reattempt_a_transient_failure(rp: ReplicationProject) -> 
     out = rp.run(events=sink)
     assert out.status == "Success"
     assert sink.count("before_materialize", "wh.stg__a.flaky") == 2
+
+
+def test_a_table_retried_into_success_says_so_in_the_document_and_the_record(
+    rp: ReplicationProject,
+) -> None:
+    _execution(rp, "concurrency = 1\ntable_retries = 2")
+    rp.source_table("src__a", "flaky", rows=3)
+    rp.source_table("src__a", "steady", rows=3)
+    calls = {"n": 0}
+
+    def flaky(event: str, table: str | None) -> None:
+        if event == "before_materialize" and table == "wh.stg__a.flaky":
+            calls["n"] += 1
+            if calls["n"] <= 2:
+                raise AdapterError("connection reset by peer", failure_kind="connection-failed")
+
+    out = rp.run(events=RecordingSink(flaky))
+    assert (out.status, out.exit_code()) == ("Success", 0)
+    doc = out.wire()
+    by_table = {m["asset_key"][-1]: m for m in doc["materializations"]}
+    trail = by_table["flaky"]["attempts"]
+    assert [(a["attempt"], a["outcome"], a.get("transient_kind"), a.get("backoff_ms")) for a in trail] == [
+        (1, "failed", "connection-failed", 0),
+        (2, "failed", "connection-failed", 0),
+        (3, "success", None, None),
+    ]
+    assert trail[0]["error"] == "connection reset by peer" and "error" not in trail[2]
+    assert "attempts" not in by_table["steady"]  # a first-try success has no trail
+    assert [len(m.attempts) for m in sdk.RunResult.model_validate(doc).materializations] == [3, 0]
+    with rp.store() as store:
+        record = store.runs.get(out.run_id or "")
+    assert record is not None
+    assert {m.model_name: m.attempts for m in record.models_executed} == {
+        "wh.stg__a.flaky": trail, "wh.stg__a.steady": None
+    }
+
+
+def test_a_table_that_runs_out_of_retries_records_every_try(rp: ReplicationProject) -> None:
+    _execution(rp, "concurrency = 1\ntable_retries = 1")
+    rp.source_table("src__a", "down", rows=3)
+
+    def always(event: str, table: str | None) -> None:
+        if event == "before_materialize":
+            raise AdapterError("deadlock detected", failure_kind="transient")
+
+    out = rp.run(events=RecordingSink(always))
+    assert (out.status, out.exit_code()) == ("Failure", 1)
+    assert [(e.error, e.failure_kind) for e in out.errors] == [("deadlock detected", "transient")]
+    with rp.store() as store:
+        record = store.runs.get(out.run_id or "")
+    assert record is not None
+    (execution,) = record.models_executed
+    assert execution.status == "failed" and execution.attempts is not None
+    assert [(a["attempt"], a["outcome"], a["error"]) for a in execution.attempts] == [
+        (1, "failed", "deadlock detected"), (2, "failed", "deadlock detected")
+    ]
 
 
 def test_table_retries_zero_means_one_attempt(rp: ReplicationProject) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from rocky_sdk.types_generated import brief_schema, history_schema
 
 from rocky_engine.errors import UsageError
 from tests.engine.schedule.kit import write_project
@@ -85,6 +86,8 @@ def test_failures_withhold_downstream_while_other_branches_run(wp: WarehouseProj
     statuses = {e.model_name: e.status for e in record.models_executed}
     assert statuses == {
         "good": "success", "good_child": "success", "bad_cast": "failed", "missing_col": "failed",
+        # withheld behind a failed upstream: the record names them as the document's contained[] does
+        "bad_child": "contained", "bad_grandchild": "contained", "both_blocked": "contained",
     }
 
 
@@ -276,3 +279,27 @@ def test_the_unblock_hint_runs_as_pasted_in_a_project_of_several_pipelines(tmp_p
     assert code in (0, 2), (command, err)  # not a usage error
     assert command == ["rocky", "run", "--pipeline", "a", "--model", "child"]
     assert [m["asset_key"][-1] for m in json.loads(out)["materializations"]] == ["child"]
+
+
+def test_the_record_history_and_brief_name_the_models_left_unbuilt(wp: WarehouseProject) -> None:
+    source(wp)
+    wp.model("bad_cast", "SELECT CAST(code AS INTEGER) AS n FROM raw.vals")
+    wp.model("bad_child", "SELECT * FROM bad_cast")
+    wp.model("good", "SELECT 1 AS n")
+    out = wp.run()
+    assert (out.status, [c.model for c in out.contained]) == ("PartialFailure", ["bad_child"])
+    [record] = wp.runs()
+    assert sorted((m.model_name, m.status) for m in record.models_executed) == [
+        ("bad_cast", "failed"), ("bad_child", "contained"), ("good", "success")
+    ]
+    history = rocky_in_process(["-c", str(wp.config), "history", "--output", "json"])
+    [run] = json.loads(history.stdout)["runs"]
+    history_schema.RunHistoryRecord.model_validate(run)
+    assert run["models_executed"] == 2  # what ran; the contained model is listed, not counted
+    assert {m["model_name"]: m["status"] for m in run["models"]}["bad_child"] == "contained"
+    brief = json.loads(rocky_in_process(["-c", str(wp.config), "brief", "--output", "json"]).stdout)
+    brief_schema.BriefOutput.model_validate(brief)
+    [attention] = brief["runs"]["attention"]
+    assert attention["failed_models"] == [
+        {"model_name": "bad_cast", "status": "failed"}, {"model_name": "bad_child", "status": "contained"}
+    ]

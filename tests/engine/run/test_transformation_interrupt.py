@@ -98,13 +98,21 @@ def test_interrupt_keeps_finished_models_and_stops_scheduling(wp: WarehouseProje
     assert doc["interrupted"] is True
     assert doc["status"] == "PartialFailure"
     assert [m["asset_key"][-1] for m in doc["materializations"]] == ["fast"]
-    assert [e["asset_key"][-1] for e in doc["errors"]] == ["slow"]
+    # the model never started is named too, as a replication run names its tables not run
+    slow, later = doc["errors"]
+    assert slow["asset_key"][-1] == "slow" and slow["error"].startswith("interrupted: ")
+    assert later == {"asset_key": ["wh", "main", "zzz_later"], "error": "not run: the run was interrupted",
+                     "failure_kind": "unknown"}
+    assert (doc["tables_failed"], doc["execution"]["tables_processed"]) == (1, 2)  # not run is not failed
     assert [c["model"] for c in doc["contained"]] == ["slow_child"]
     assert wp.relation_kind("main", "zzz_later") is None  # never started after the signal
     assert "Traceback" not in stderr
     [record] = wp.runs()
     assert record.interrupted is True
-    assert [e.model_name for e in record.models_executed] == ["fast", "slow"]
+    # the record names every model the run left unbuilt, with why
+    assert [(e.model_name, e.status) for e in record.models_executed] == [
+        ("fast", "success"), ("slow", "failed"), ("slow_child", "contained"), ("zzz_later", "interrupted")
+    ]
 
 
 @pytest.mark.slow
@@ -167,3 +175,67 @@ def test_locked_warehouse_file_is_a_recorded_failure_naming_the_file(wp: Warehou
     assert [r.status for r in runs] == ["Failure", "Failure"]
     # once the holder is gone, the same run works
     assert wp.cli("run", "--output", "json").returncode == 0
+
+
+#: a hook that, for the model (or table) named in argv[2], writes argv[1] (atomically) and then waits:
+#: the handshake of a signal that comes while that model's before-hooks run
+PARKING_HOOK = textwrap.dedent(
+    """
+    import json, os, sys, time
+    event = json.load(sys.stdin)
+    if sys.argv[2] in (event.get("model"), event.get("table")):
+        with open(sys.argv[1] + ".partial", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(sys.argv[1] + ".partial", sys.argv[1])
+        time.sleep(300)
+    """
+)
+
+
+def parking_hook(root: Path, event: str, name: str) -> tuple[str, Path]:
+    """The ``[[hook.on_EVENT]]`` text of :data:`PARKING_HOOK` for ``name``, and the file it writes."""
+    script, ready = root / "park.py", root / "parked"
+    script.write_text(PARKING_HOOK)
+    command = f"{sys.executable} {script} {ready} {name}"
+    return f"\n[[hook.on_{event}]]\ncommand = '{command}'\ntimeout_ms = 600000\n", ready
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_during_a_models_hook_sends_nothing_of_that_model(
+    wp: WarehouseProject, sig: signal.Signals
+) -> None:
+    wp.model("a_first", "SELECT 1 AS x")
+    wp.model("b_parked", "SELECT 2 AS x")
+    wp.model("c_after", "SELECT 3 AS x")
+    hook, ready = parking_hook(wp.root, "before_model_run", "b_parked")
+    wp.config.write_text(wp.config.read_text() + hook)
+    proc = wp.popen("run", "--output", "json", "--parallel", "1")
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "b_parked's hook never ran"
+            time.sleep(0.01)
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    doc = json.loads(stdout)
+    assert (doc["status"], doc["interrupted"]) == ("PartialFailure", True)
+    assert [m["asset_key"][-1] for m in doc["materializations"]] == ["a_first"]
+    # the model whose hook the signal stopped is not built after the signal: it was not started
+    assert wp.relation_kind("main", "b_parked") is None
+    assert doc["errors"] == [
+        {"asset_key": ["wh", "main", n], "error": "not run: the run was interrupted",
+         "failure_kind": "unknown"}
+        for n in ("b_parked", "c_after")
+    ]
+    assert (doc["tables_failed"], doc["execution"]["tables_processed"]) == (0, 1)
+    assert "the run goes on" not in stderr and "Traceback" not in stderr
+    [record] = wp.runs()
+    assert (record.status, record.exit_code, record.interrupted) == ("PartialFailure", 130, True)
+    assert [(e.model_name, e.status) for e in record.models_executed] == [
+        ("a_first", "success"), ("b_parked", "interrupted"), ("c_after", "interrupted")
+    ]
