@@ -129,6 +129,8 @@ def test_a_target_that_cannot_be_read_after_its_copy_keeps_its_stored_watermark(
     rp.configure(sections="""
         [pipeline.raw.execution]
         concurrency = 1
+        [pipeline.raw.checks]
+        row_count = true
     """)
     rp.source_table("src__a", "first", rows=3)
     rp.source_table("src__b", "second", rows=3)
@@ -139,8 +141,9 @@ def test_a_target_that_cannot_be_read_after_its_copy_keeps_its_stored_watermark(
     path = str(rp.warehouse)
 
     def drop_target(event: str, table: str | None) -> None:
-        if event == "after_materialize" and table == "wh.stg__a.first":
-            # Copied, its watermark not read yet (that happens in a batch): the target vanishes meanwhile.
+        if event == "check_result" and table == "wh.stg__a.first":
+            # Copied and checked, its watermark not read yet (its read starts after this event, the
+            # table's events then wait for it): the target vanishes meanwhile.
             con = duckdb.connect(path)
             con.execute("DROP TABLE stg__a.first")
             con.close()

@@ -71,7 +71,7 @@ def test_an_atomic_merge_model_fails_alone_before_anything_is_written(spark_proj
     assert (record.run_id, record.status, record.exit_code) == (doc["run_id"], "PartialFailure", 2)
     assert record.extra["errors"] == doc["errors"]
     assert {e.model_name: e.status for e in record.models_executed} == {
-        "stg": "success", "plain": "success", "atomic": "failed"}
+        "stg": "success", "plain": "success", "atomic": "failed", "after_atomic": "contained"}
 
 
 REPLICATION = """\
