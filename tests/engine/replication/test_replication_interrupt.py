@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
 from tests.engine.replication.conftest import ReplicationProject
-from tests.engine.run.test_transformation_interrupt import parking_hook
+from tests.engine.run.parking_kit import parking_hook, signal_when_parked
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
@@ -22,17 +21,7 @@ def test_a_signal_during_a_tables_hook_leaves_it_for_the_resume(
     hook, ready = parking_hook(rp.root, "before_materialize", "wh.stg__a.t1")
     rp.configure(sections=f"[pipeline.raw.execution]\nconcurrency = 1\n{hook}")
     proc = rp.popen("run", "--output", "json")
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "t1's hook never ran"
-            time.sleep(0.01)
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    stdout, stderr = signal_when_parked(proc, ready, sig, "t1")
     assert proc.returncode == 130, stderr
     doc = json.loads(stdout)
     assert (doc["status"], doc["interrupted"], doc["tables_copied"], doc["tables_failed"]) == (

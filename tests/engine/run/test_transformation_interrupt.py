@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.engine.run.parking_kit import parking_hook, signal_when_parked
+
 if TYPE_CHECKING:
     from conftest import WarehouseProject
 
@@ -177,29 +179,6 @@ def test_locked_warehouse_file_is_a_recorded_failure_naming_the_file(wp: Warehou
     assert wp.cli("run", "--output", "json").returncode == 0
 
 
-#: a hook that, for the model (or table) named in argv[2], writes argv[1] (atomically) and then waits:
-#: the handshake of a signal that comes while that model's before-hooks run
-PARKING_HOOK = textwrap.dedent(
-    """
-    import json, os, sys, time
-    event = json.load(sys.stdin)
-    if sys.argv[2] in (event.get("model"), event.get("table")):
-        with open(sys.argv[1] + ".partial", "w") as f:
-            f.write(str(os.getpid()))
-        os.replace(sys.argv[1] + ".partial", sys.argv[1])
-        time.sleep(300)
-    """
-)
-
-
-def parking_hook(root: Path, event: str, name: str) -> tuple[str, Path]:
-    """The ``[[hook.on_EVENT]]`` text of :data:`PARKING_HOOK` for ``name``, and the file it writes."""
-    script, ready = root / "park.py", root / "parked"
-    script.write_text(PARKING_HOOK)
-    command = f"{sys.executable} {script} {ready} {name}"
-    return f"\n[[hook.on_{event}]]\ncommand = '{command}'\ntimeout_ms = 600000\n", ready
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_during_a_models_hook_sends_nothing_of_that_model(
     wp: WarehouseProject, sig: signal.Signals
@@ -210,17 +189,7 @@ def test_a_signal_during_a_models_hook_sends_nothing_of_that_model(
     hook, ready = parking_hook(wp.root, "before_model_run", "b_parked")
     wp.config.write_text(wp.config.read_text() + hook)
     proc = wp.popen("run", "--output", "json", "--parallel", "1")
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "b_parked's hook never ran"
-            time.sleep(0.01)
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    stdout, stderr = signal_when_parked(proc, ready, sig, "b_parked")
     assert proc.returncode == 130, stderr
     doc = json.loads(stdout)
     assert (doc["status"], doc["interrupted"]) == ("PartialFailure", True)
